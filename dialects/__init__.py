@@ -1,0 +1,160 @@
+"""The `hlo` dialect: loading its IRDL definition, opcode <-> op-name mapping, type mapping.
+
+`hlo.irdl.mlir` is the single source of truth for opcodes, their operand arity and required
+attributes; `OPCODES` is read from it once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from mlir import ir
+from mlir.dialects import irdl
+
+from hlo_mlir.types import BY_HLO, BY_MLIR, DYNAMIC, ArrayType, HloType, OpaqueType, TokenType, TupleType
+
+NAMESPACE = "hlo"
+VARIADIC_NAMESPACE = "hlo_v"
+
+
+@dataclass(frozen=True)
+class OpcodeInfo:
+    """What the IRDL definition says about one opcode."""
+
+    opcode: str  # HLO spelling: "dynamic-slice"
+    op_name: str  # MLIR op name: "hlo.dynamic_slice"
+    operands: tuple[str, ...]  # operand group names; () for heterogeneous variadic ops
+    variadic: tuple[bool, ...]
+    required_attributes: tuple[str, ...]
+    heterogeneous: bool  # lives in hlo_v: operand types may differ
+
+    def arity_ok(self, n: int) -> bool:
+        if self.heterogeneous:
+            return True
+        fixed = sum(1 for v in self.variadic if not v)
+        return n == fixed if not any(self.variadic) else n >= fixed
+
+    def arity_text(self) -> str:
+        fixed = sum(1 for v in self.variadic if not v)
+        if any(self.variadic):
+            return f"at least {fixed} operand{'s' if fixed != 1 else ''}"
+        return f"{fixed} operand{'s' if fixed != 1 else ''}"
+
+
+def irdl_text() -> str:
+    return resources.files(__package__).joinpath("hlo.irdl.mlir").read_text()
+
+
+def _read_registry() -> dict[str, OpcodeInfo]:
+    text = irdl_text()
+    out: dict[str, OpcodeInfo] = {}
+    with ir.Context():
+        module = ir.Module.parse(text)
+        dialect = module.body.operations[0]
+        for op in dialect.regions[0].blocks[0].operations:
+            if op.operation.name != "irdl.operation":
+                continue
+            mname = ir.StringAttr(op.attributes["sym_name"]).value
+            operands: tuple[str, ...] = ()
+            variadic: tuple[bool, ...] = ()
+            required: tuple[str, ...] = ()
+            for sub in op.regions[0].blocks[0].operations:
+                if sub.operation.name == "irdl.operands":
+                    operands = tuple(ir.StringAttr(a).value for a in ir.ArrayAttr(sub.attributes["names"]))
+                    variadic = tuple(
+                        "variadic" in v for v in str(sub.attributes["variadicity"]).split("[", 1)[1].split(",")
+                    )
+                elif sub.operation.name == "irdl.attributes":
+                    names = ir.ArrayAttr(sub.attributes["attributeValueNames"])
+                    required = tuple(ir.StringAttr(a).value for a in names)
+            opcode = mname.replace("_", "-")
+            out[opcode] = OpcodeInfo(opcode, f"{NAMESPACE}.{mname}", operands, variadic, required, False)
+    for mname in re.findall(rf"^//\s+{VARIADIC_NAMESPACE}\.(\w+)\s*$", text, re.M):
+        opcode = mname.replace("_", "-")
+        out[opcode] = OpcodeInfo(opcode, f"{VARIADIC_NAMESPACE}.{mname}", (), (), (), True)
+    return out
+
+
+OPCODES: dict[str, OpcodeInfo] = _read_registry()
+BY_OP_NAME: dict[str, OpcodeInfo] = {info.op_name: info for info in OPCODES.values()}
+
+
+def opcode_of(op: ir.Operation | ir.OpView) -> str:
+    """HLO opcode of an op of the dialect ("" for other ops, e.g. func.return)."""
+    info = BY_OP_NAME.get(op.name if isinstance(op, ir.Operation) else op.operation.name)
+    return info.opcode if info else ""
+
+
+def new_context() -> ir.Context:
+    """An MLIR context with the hlo dialect loaded (and hlo_v ops allowed)."""
+    ctx = ir.Context()
+    ctx.allow_unregistered_dialects = True
+    with ctx, ir.Location.unknown():
+        irdl.load_dialects(ir.Module.parse(irdl_text()))
+    return ctx
+
+
+@lru_cache(maxsize=None)
+def _type_text(t: HloType) -> str:
+    if isinstance(t, ArrayType):
+        dims = "".join(("?" if d == DYNAMIC else str(d)) + "x" for d in t.dims)
+        return f"tensor<{dims}{t.element.mlir}>"
+    if isinstance(t, TupleType):
+        return "tuple<" + ", ".join(_type_text(e) for e in t.elements) + ">"
+    if isinstance(t, TokenType):
+        return "!hlo.token"
+    return "!hlo.opaque"
+
+
+def to_mlir_type(t: HloType) -> ir.Type:
+    """The MLIR type of an HLO shape (layouts and `<=` bounds are kept as attributes)."""
+    return ir.Type.parse(_type_text(t))
+
+
+def from_mlir_type(t: ir.Type) -> HloType:
+    return _from_type_text(str(t))
+
+
+@lru_cache(maxsize=4096)
+def _from_type_text(text: str) -> HloType:
+    if text == "!hlo.token":
+        return TokenType()
+    if text == "!hlo.opaque":
+        return OpaqueType()
+    if text.startswith("tuple<"):
+        return TupleType(tuple(_from_type_text(e) for e in _split_top(text[6:-1])))
+    m = re.fullmatch(r"tensor<((?:[0-9?]+x)*)(.+)>", text)
+    if not m or m.group(2) not in BY_MLIR:
+        raise TypeError(f"not an HLO type: {text}")
+    dims = tuple(DYNAMIC if d == "?" else int(d) for d in m.group(1).split("x")[:-1])
+    return ArrayType(BY_MLIR[m.group(2)], dims)
+
+
+def _split_top(text: str) -> list[str]:
+    """Split a comma-separated type list at nesting depth 0."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    if text.strip():
+        out.append(text[start:].strip())
+    return out
+
+
+__all__ = [
+    "BY_HLO",
+    "OPCODES",
+    "OpcodeInfo",
+    "from_mlir_type",
+    "new_context",
+    "opcode_of",
+    "to_mlir_type",
+]

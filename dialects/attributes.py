@@ -1,0 +1,509 @@
+"""HLO attributes as MLIR attributes: one kind per attribute name, serving three directions.
+
+Each kind turns the parsed text value into an MLIR attribute (import), the MLIR attribute back
+into HLO text (export), and the MLIR attribute into the plain Python value passes and the
+interpreter read (decode).  Attributes the compiler does not interpret (metadata, sharding,
+backend_config, frontend_attributes, unknown names) are kept verbatim as strings.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mlir import ir
+
+from hlo_mlir.attr_types import ConvDims, Window
+from hlo_mlir.frontend.syntax import Value
+
+
+class AttrError(Exception):
+    """A malformed attribute value; `pos` is where, for the diagnostic."""
+
+    def __init__(self, message: str, value: Value) -> None:
+        super().__init__(message)
+        self.value = value
+
+
+def _i64(v: int) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), v)
+
+
+def _int(tok: Value, what: str) -> int:
+    if tok.kind != "atom" or not re.fullmatch(r"-?[0-9]+", tok.text):
+        raise AttrError(f"expected {what}, got '{tok.text or tok.kind}'", tok)
+    return int(tok.text)
+
+
+def _brace(v: Value, what: str) -> Value:
+    if v.kind != "brace":
+        raise AttrError(f"expected {what}", v)
+    return v
+
+
+class Kind:
+    """How one attribute is written, stored and read."""
+
+    description = "a value"
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        raise NotImplementedError
+
+    def export(self, a: ir.Attribute) -> str:
+        raise NotImplementedError
+
+    def decode(self, a: ir.Attribute) -> Any:
+        raise NotImplementedError
+
+
+class Raw(Kind):
+    """Kept verbatim: exported exactly as written."""
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        return ir.StringAttr.get(raw)
+
+    def export(self, a: ir.Attribute) -> str:
+        return ir.StringAttr(a).value
+
+    def decode(self, a: ir.Attribute) -> Any:
+        return ir.StringAttr(a).value
+
+
+class Ints(Kind):
+    description = "a list of integers like {0,1}"
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        b = _brace(v, f"{self.description}")
+        return ir.DenseI64ArrayAttr.get([_int(t, "an integer") for t in b.items()])
+
+    def export(self, a: ir.Attribute) -> str:
+        return "{" + ",".join(str(x) for x in ir.DenseI64ArrayAttr(a)) + "}"
+
+    def decode(self, a: ir.Attribute) -> Any:
+        return tuple(ir.DenseI64ArrayAttr(a))
+
+
+class Int(Kind):
+    description = "an integer"
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        return _i64(_int(v, self.description))
+
+    def export(self, a: ir.Attribute) -> str:
+        return str(ir.IntegerAttr(a).value)
+
+    def decode(self, a: ir.Attribute) -> Any:
+        return ir.IntegerAttr(a).value
+
+
+class Float(Kind):
+    description = "a floating-point number"
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        try:
+            return ir.FloatAttr.get_f64(float(v.text))
+        except ValueError:
+            raise AttrError(f"expected {self.description}, got '{v.text or v.kind}'", v) from None
+
+    def export(self, a: ir.Attribute) -> str:
+        return repr(ir.FloatAttr(a).value)
+
+    def decode(self, a: ir.Attribute) -> Any:
+        return ir.FloatAttr(a).value
+
+
+class Bool(Kind):
+    description = "true or false"
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        if v.kind != "atom" or v.text not in ("true", "false"):
+            raise AttrError(f"expected {self.description}", v)
+        return ir.BoolAttr.get(v.text == "true")
+
+    def export(self, a: ir.Attribute) -> str:
+        return "true" if ir.BoolAttr(a).value else "false"
+
+    def decode(self, a: ir.Attribute) -> Any:
+        return ir.BoolAttr(a).value
+
+
+class Enum(Kind):
+    """A bare identifier from a fixed set (or any identifier when `values` is empty)."""
+
+    def __init__(self, *values: str) -> None:
+        self.values = values
+        self.description = "one of " + ", ".join(values) if values else "an identifier"
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        if v.kind != "atom" or (self.values and v.text not in self.values):
+            raise AttrError(f"expected {self.description}, got '{v.text or v.kind}'", v)
+        return ir.StringAttr.get(v.text)
+
+    def export(self, a: ir.Attribute) -> str:
+        return ir.StringAttr(a).value
+
+    def decode(self, a: ir.Attribute) -> Any:
+        return ir.StringAttr(a).value
+
+
+def unquote(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text[1:-1])
+
+
+def quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+class Str(Kind):
+    description = 'a string like "..."'
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        if v.kind != "string":
+            raise AttrError(f"expected {self.description}", v)
+        return ir.StringAttr.get(unquote(v.text))
+
+    def export(self, a: ir.Attribute) -> str:
+        return quote(ir.StringAttr(a).value)
+
+    def decode(self, a: ir.Attribute) -> Any:
+        return ir.StringAttr(a).value
+
+
+def _comp_name(v: Value) -> str:
+    if v.kind != "atom":
+        raise AttrError("expected a computation name like %add", v)
+    return v.text[1:] if v.text.startswith("%") else v.text
+
+
+class Comp(Kind):
+    description = "a computation name"
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        return ir.FlatSymbolRefAttr.get(_comp_name(v))
+
+    def export(self, a: ir.Attribute) -> str:
+        return "%" + ir.FlatSymbolRefAttr(a).value
+
+    def decode(self, a: ir.Attribute) -> Any:
+        return ir.FlatSymbolRefAttr(a).value
+
+
+class Comps(Kind):
+    description = "a list of computations like {%a, %b}"
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        b = _brace(v, self.description)
+        return ir.ArrayAttr.get([ir.FlatSymbolRefAttr.get(_comp_name(t)) for t in b.items()])
+
+    def export(self, a: ir.Attribute) -> str:
+        return "{" + ", ".join("%" + ir.FlatSymbolRefAttr(x).value for x in ir.ArrayAttr(a)) + "}"
+
+    def decode(self, a: ir.Attribute) -> Any:
+        return tuple(ir.FlatSymbolRefAttr(x).value for x in ir.ArrayAttr(a))
+
+
+_WINDOW_KEYS = ("size", "stride", "pad", "lhs_dilate", "rhs_dilate", "rhs_reversal")
+
+
+class WindowKind(Kind):
+    description = "a window like {size=3x3 stride=2x2 pad=1_1x1_1}"
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        items = _brace(v, self.description).children
+        fields: dict[str, ir.Attribute] = {}
+        i = 0
+        while i < len(items):
+            key = items[i]
+            if key.kind != "atom" or key.text not in _WINDOW_KEYS:
+                raise AttrError(f"unknown window field '{key.text}'; expected one of {', '.join(_WINDOW_KEYS)}", key)
+            if i + 2 >= len(items) or items[i + 1].kind != "eq" or items[i + 2].kind != "atom":
+                raise AttrError(f"expected {key.text}=<value>", key)
+            val = items[i + 2]
+            try:
+                if key.text == "pad":
+                    nums = [int(x) for part in val.text.split("x") for x in _pad_pair(part)]
+                else:
+                    nums = [int(x) for x in val.text.split("x")]
+            except ValueError:
+                raise AttrError(f"malformed window {key.text} '{val.text}'", val) from None
+            fields[key.text] = ir.DenseI64ArrayAttr.get(nums)
+            i += 3
+        ranks = {len(ir.DenseI64ArrayAttr(a)) // (2 if k == "pad" else 1) for k, a in fields.items()}
+        if len(ranks) > 1:
+            raise AttrError("window fields have different numbers of dimensions", v)
+        return ir.DictAttr.get(fields)
+
+    def export(self, a: ir.Attribute) -> str:
+        d = ir.DictAttr(a)
+        parts = []
+        for key in _WINDOW_KEYS:
+            if key not in d:
+                continue
+            nums = list(ir.DenseI64ArrayAttr(d[key]))
+            if key == "pad":
+                text = "x".join(f"{nums[i]}_{nums[i + 1]}" for i in range(0, len(nums), 2))
+            else:
+                text = "x".join(str(n) for n in nums)
+            parts.append(f"{key}={text}")
+        return "{" + " ".join(parts) + "}"
+
+    def decode(self, a: ir.Attribute) -> Any:
+        d = ir.DictAttr(a)
+        get = {k: tuple(ir.DenseI64ArrayAttr(d[k])) for k in _WINDOW_KEYS if k in d}
+        size = get.get("size", ())
+        n = len(size)
+        pad = get.get("pad", (0,) * (2 * n))
+        return Window(
+            size,
+            get.get("stride", (1,) * n),
+            pad[0::2],
+            pad[1::2],
+            get.get("lhs_dilate", (1,) * n),
+            get.get("rhs_dilate", (1,) * n),
+            tuple(bool(x) for x in get.get("rhs_reversal", (0,) * n)),
+        )
+
+
+def _pad_pair(part: str) -> list[str]:
+    m = re.fullmatch(r"(-?[0-9]+)_(-?[0-9]+)", part)
+    if not m:
+        raise ValueError(part)
+    return [m.group(1), m.group(2)]
+
+
+def parse_dim_labels(text: str) -> ConvDims:
+    """`b01f_01io->b01f` -> ConvDims; raises ValueError on a malformed string."""
+    m = re.fullmatch(r"([a-z0-9]+)_([a-z0-9]+)->([a-z0-9]+)", text)
+    if not m:
+        raise ValueError("dim_labels must look like b01f_01io->b01f")
+    lhs, rhs, out = m.groups()
+
+    def spatial(s: str) -> tuple[int, ...]:
+        digits = sorted((int(c), i) for i, c in enumerate(s) if c.isdigit())
+        if [d for d, _ in digits] != list(range(len(digits))):
+            raise ValueError(f"spatial dimensions of '{s}' must be 0..n-1")
+        return tuple(i for _, i in digits)
+
+    for s, letters in ((lhs, "bf"), (rhs, "io"), (out, "bf")):
+        for ch in letters:
+            if s.count(ch) != 1:
+                raise ValueError(f"'{s}' must contain exactly one '{ch}'")
+    if not len(lhs) == len(rhs) == len(out):
+        raise ValueError("lhs, rhs and output labels must have the same rank")
+    return ConvDims(
+        lhs.index("b"), lhs.index("f"), spatial(lhs),
+        rhs.index("i"), rhs.index("o"), spatial(rhs),
+        out.index("b"), out.index("f"), spatial(out),
+    )  # fmt: skip
+
+
+class DimLabels(Kind):
+    description = "convolution dim_labels like b01f_01io->b01f"
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        try:
+            parse_dim_labels(v.text if v.kind == "atom" else "")
+        except ValueError as e:
+            raise AttrError(f"bad dim_labels: {e}", v) from None
+        return ir.StringAttr.get(v.text)
+
+    def export(self, a: ir.Attribute) -> str:
+        return ir.StringAttr(a).value
+
+    def decode(self, a: ir.Attribute) -> Any:
+        return parse_dim_labels(ir.StringAttr(a).value)
+
+
+class SliceKind(Kind):
+    description = "slice ranges like {[0:2], [1:7:2]}"
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        nums: list[int] = []
+        for r in _brace(v, self.description).items():
+            if r.kind != "bracket":
+                raise AttrError(f"expected a range like [0:2], got '{r.text}'", r)
+            parts = [p for p in r.children if p.kind != "colon"]
+            if len(parts) not in (2, 3):
+                raise AttrError("expected [start:limit] or [start:limit:stride]", r)
+            vals = [_int(p, "an integer") for p in parts]
+            nums += vals + ([1] if len(vals) == 2 else [])
+        return ir.DenseI64ArrayAttr.get(nums)
+
+    def export(self, a: ir.Attribute) -> str:
+        n = list(ir.DenseI64ArrayAttr(a))
+        rs = [f"[{n[i]}:{n[i + 1]}]" if n[i + 2] == 1 else f"[{n[i]}:{n[i + 1]}:{n[i + 2]}]" for i in range(0, len(n), 3)]
+        return "{" + ", ".join(rs) + "}"
+
+    def decode(self, a: ir.Attribute) -> Any:
+        n = list(ir.DenseI64ArrayAttr(a))
+        return tuple((n[i], n[i + 1], n[i + 2]) for i in range(0, len(n), 3))
+
+
+class Padding(Kind):
+    description = "a padding config like 0_1x2_2_1"
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        if v.kind != "atom":
+            raise AttrError(f"expected {self.description}", v)
+        nums: list[int] = []
+        for part in v.text.split("x"):
+            m = re.fullmatch(r"(-?[0-9]+)_(-?[0-9]+)(?:_(-?[0-9]+))?", part)
+            if not m:
+                raise AttrError(f"malformed padding '{part}': expected low_high or low_high_interior", v)
+            nums += [int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)]
+        return ir.DenseI64ArrayAttr.get(nums)
+
+    def export(self, a: ir.Attribute) -> str:
+        n = list(ir.DenseI64ArrayAttr(a))
+        interior = any(n[i + 2] for i in range(0, len(n), 3))
+        return "x".join(
+            f"{n[i]}_{n[i + 1]}" + (f"_{n[i + 2]}" if interior else "") for i in range(0, len(n), 3)
+        )
+
+    def decode(self, a: ir.Attribute) -> Any:
+        n = list(ir.DenseI64ArrayAttr(a))
+        return tuple((n[i], n[i + 1], n[i + 2]) for i in range(0, len(n), 3))
+
+
+def expand_iota_groups(text: str) -> tuple[tuple[int, ...], ...]:
+    """`[2,4]<=[4,2]T(1,0)`: iota over the reshape dims, transposed, reshaped to the group shape."""
+    import numpy as np
+
+    m = re.fullmatch(r"\[([0-9,\s]*)\]<=\[([0-9,\s]*)\](?:T\(([0-9,\s]*)\))?", text)
+    if not m:
+        raise ValueError("malformed iota replica groups")
+    shape = [int(x) for x in m.group(1).split(",") if x.strip()]
+    dims = [int(x) for x in m.group(2).split(",") if x.strip()]
+    arr = np.arange(int(np.prod(dims))).reshape(dims)
+    if m.group(3) is not None:
+        perm = [int(x) for x in m.group(3).split(",") if x.strip()]
+        if sorted(perm) != list(range(len(dims))):
+            raise ValueError("iota replica groups: T(...) must be a permutation of the reshape dims")
+        arr = arr.transpose(perm)
+    if len(shape) != 2 or int(np.prod(shape)) != arr.size:
+        raise ValueError("iota replica groups: [groups,size] must hold as many ids as the iota")
+    return tuple(tuple(int(x) for x in row) for row in arr.reshape(shape))
+
+
+class ReplicaGroups(Kind):
+    description = "replica groups like {{0,1},{2,3}} or [2,2]<=[4]"
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        if v.kind == "iota":
+            try:
+                expand_iota_groups(v.text)
+            except ValueError as e:
+                raise AttrError(str(e), v) from None
+            return ir.StringAttr.get(v.text)
+        groups = []
+        for g in _brace(v, self.description).items():
+            groups.append(ir.DenseI64ArrayAttr.get([_int(t, "a replica id") for t in _brace(g, "a group like {0,1}").items()]))
+        return ir.ArrayAttr.get(groups)
+
+    def export(self, a: ir.Attribute) -> str:
+        if isinstance(a, ir.StringAttr):
+            return ir.StringAttr(a).value
+        return "{" + ",".join("{" + ",".join(str(x) for x in ir.DenseI64ArrayAttr(g)) + "}" for g in ir.ArrayAttr(a)) + "}"
+
+    def decode(self, a: ir.Attribute) -> Any:
+        if isinstance(a, ir.StringAttr):
+            return expand_iota_groups(ir.StringAttr(a).value)
+        return tuple(tuple(ir.DenseI64ArrayAttr(g)) for g in ir.ArrayAttr(a))
+
+
+class Pairs(Kind):
+    description = "pairs like {{0,1},{1,2}}"
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        nums: list[int] = []
+        for g in _brace(v, self.description).items():
+            pair = [_int(t, "a replica id") for t in _brace(g, "a pair like {0,1}").items()]
+            if len(pair) != 2:
+                raise AttrError("expected a pair like {0,1}", g)
+            nums += pair
+        return ir.DenseI64ArrayAttr.get(nums)
+
+    def export(self, a: ir.Attribute) -> str:
+        n = list(ir.DenseI64ArrayAttr(a))
+        return "{" + ",".join(f"{{{n[i]},{n[i + 1]}}}" for i in range(0, len(n), 2)) + "}"
+
+    def decode(self, a: ir.Attribute) -> Any:
+        n = list(ir.DenseI64ArrayAttr(a))
+        return tuple((n[i], n[i + 1]) for i in range(0, len(n), 2))
+
+
+class Words(Kind):
+    description = "a list like {high,default}"
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        items = _brace(v, self.description).items()
+        for t in items:
+            if t.kind != "atom":
+                raise AttrError(f"expected {self.description}", t)
+        return ir.ArrayAttr.get([ir.StringAttr.get(t.text) for t in items])
+
+    def export(self, a: ir.Attribute) -> str:
+        return "{" + ",".join(ir.StringAttr(x).value for x in ir.ArrayAttr(a)) + "}"
+
+    def decode(self, a: ir.Attribute) -> Any:
+        return tuple(ir.StringAttr(x).value for x in ir.ArrayAttr(a))
+
+
+RAW, INTS, INT, FLOAT, BOOL = Raw(), Ints(), Int(), Float(), Bool()
+STR, COMP, COMPS, IDENT = Str(), Comp(), Comps(), Enum()
+
+KINDS: dict[str, Kind] = {
+    **{n: INTS for n in (
+        "dimensions", "lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims", "rhs_contracting_dims",
+        "offset_dims", "collapsed_slice_dims", "start_index_map", "operand_batching_dims",
+        "start_indices_batching_dims", "slice_sizes", "update_window_dims", "inserted_window_dims",
+        "scatter_dims_to_operand_dims", "input_batching_dims", "scatter_indices_batching_dims",
+        "dynamic_slice_sizes", "fft_length",
+    )},
+    **{n: INT for n in (
+        "index", "iota_dimension", "index_vector_dim", "feature_group_count", "batch_group_count",
+        "k", "channel_id", "exponent_bits", "mantissa_bits", "feature_index", "replica_count",
+        "num_partitions", "split_count",
+    )},
+    **{n: BOOL for n in (
+        "is_stable", "largest", "indices_are_sorted", "unique_indices", "use_global_device_ids",
+        "constrain_layout", "is_host_transfer", "left_side", "lower", "unit_diagonal",
+        "custom_call_has_side_effect", "is_composite", "is_scheduled",
+    )},
+    **{n: COMP for n in ("to_apply", "calls", "condition", "body", "true_computation",
+                         "false_computation", "select", "scatter")},
+    **{n: COMPS for n in ("branch_computations", "called_computations")},
+    **{n: STR for n in ("custom_call_target", "infeed_config", "outfeed_config", "async_execution_thread")},
+    "epsilon": FLOAT,
+    "direction": Enum("EQ", "NE", "LT", "LE", "GT", "GE"),
+    "type": Enum("FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"),
+    "distribution": Enum("rng_uniform", "rng_normal"),
+    "fft_type": Enum("FFT", "IFFT", "RFFT", "IRFFT"),
+    "transpose_a": Enum("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"),
+    "algorithm": IDENT,
+    "kind": IDENT,
+    "api_version": IDENT,
+    "custom_call_schedule": IDENT,
+    "window": WindowKind(),
+    "dim_labels": DimLabels(),
+    "slice": SliceKind(),
+    "padding": Padding(),
+    "replica_groups": ReplicaGroups(),
+    "source_target_pairs": Pairs(),
+    "operand_precision": Words(),
+}
+
+
+def kind_of(name: str) -> Kind:
+    return KINDS.get(name, RAW)
+
+
+def decode_all(attrs: ir.OpAttributeMap) -> dict[str, Any]:
+    """Decoded HLO attributes of an op (internal `hlo.*` attributes excluded)."""
+    out: dict[str, Any] = {}
+    for name in attrs:
+        if name.startswith("hlo.") or name == "value":
+            continue
+        out[name] = kind_of(name).decode(attrs[name])
+    return out
+

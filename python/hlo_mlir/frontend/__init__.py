@@ -1,0 +1,1 @@
+"""HLO text <-> MLIR `hlo` dialect: grammar, parser, importer (ir_gen) and exporter."""

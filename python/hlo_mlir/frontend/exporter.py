@@ -1,0 +1,149 @@
+"""MLIR `hlo` dialect -> HLO text that XLA's parser accepts and that means the same program.
+
+Names, layouts (`hlo.shape`) and every attribute are printed back; ops created by passes get
+fresh unique names.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from mlir import ir
+
+from hlo_mlir.dialects import BY_OP_NAME, from_mlir_type
+from hlo_mlir.dialects.attributes import kind_of
+from hlo_mlir.frontend.ir_gen import ELIDED, MODULE_ATTRS, MODULE_NAME, NAME, SHAPE, STACK_FRAMES
+from hlo_mlir.frontend.literals import attr_to_array, format_literal
+from hlo_mlir.frontend.shapes import strip_layouts
+from hlo_mlir.types import ArrayType, HloType, TupleType
+
+# XLA prints these after the op-specific attributes.
+_TRAILING = ("control-predecessors", "frontend_attributes", "sharding", "metadata", "backend_config", "statistics")
+
+
+def _ordered(names: list[str]) -> list[str]:
+    head = sorted(n for n in names if n not in _TRAILING)
+    return head + [n for n in _TRAILING if n in names]
+
+
+def _attr_text(attrs: dict[str, ir.Attribute]) -> str:
+    parts = [f"{n}={kind_of(n).export(attrs[n])}" for n in _ordered(list(attrs))]
+    return "".join(", " + p for p in parts)
+
+
+def attr_items(attrs: ir.OpAttributeMap | ir.DictAttr) -> dict[str, ir.Attribute]:
+    """Name -> attribute of an op's attribute map or a dictionary attribute."""
+    if isinstance(attrs, ir.DictAttr):
+        return {a.name: a.attr for a in attrs}
+    return {name: attrs[name] for name in attrs}
+
+
+def _hlo_attrs(attrs: ir.OpAttributeMap | ir.DictAttr) -> dict[str, ir.Attribute]:
+    return {n: a for n, a in attr_items(attrs).items() if not n.startswith("hlo.") and n != "value"}
+
+
+class _Names:
+    """Instruction names: the imported ones, plus fresh `<opcode>.<n>` names for new ops."""
+
+    def __init__(self, module: ir.Module) -> None:
+        self.taken: set[str] = set()
+        self.counter = itertools.count(1)
+        for fn in module.body.operations:
+            for block in fn.regions[0].blocks if fn.regions else []:
+                for op in block.operations:
+                    if NAME in op.attributes:
+                        self.taken.add(ir.StringAttr(op.attributes[NAME]).value)
+
+    def fresh(self, base: str) -> str:
+        while True:
+            name = f"{base}.{next(self.counter)}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+
+
+def _shape_text(t: ir.Type, written: ir.Attribute | None) -> str:
+    typ = from_mlir_type(t)
+    plain = str(typ)
+    if written is not None:
+        text = ir.StringAttr(written).value
+        if strip_layouts(text).replace("<=", "") == plain.replace("<=", "") or strip_layouts(text) == plain:
+            return text
+    return plain
+
+
+def _literal_text(attr: ir.Attribute, t: HloType) -> str:
+    if isinstance(t, TupleType):
+        return "(" + ", ".join(_literal_text(a, e) for a, e in zip(ir.ArrayAttr(attr), t.elements)) + ")"
+    assert isinstance(t, ArrayType)
+    return format_literal(attr_to_array(attr, t), t)
+
+
+def export_module(module: ir.Module) -> str:
+    """The HLO text of a module of the hlo dialect."""
+    names = _Names(module)
+    mattrs = module.operation.attributes
+    name = ir.StringAttr(mattrs[MODULE_NAME]).value if MODULE_NAME in mattrs else "module"
+    header = f"HloModule {name}"
+    if MODULE_ATTRS in mattrs:
+        header += _attr_text(attr_items(ir.DictAttr(mattrs[MODULE_ATTRS])))
+    out = [header, ""]
+    if STACK_FRAMES in mattrs:
+        out += [ir.StringAttr(mattrs[STACK_FRAMES]).value, ""]
+    for fn in module.body.operations:
+        if fn.operation.name != "func.func":
+            raise ValueError(f"cannot export {fn.operation.name} as HLO")
+        out += _computation(fn, names)
+        out.append("")
+    return "\n".join(out)
+
+
+def _computation(fn: ir.Operation, names: _Names) -> list[str]:
+    attrs = fn.attributes
+    fname = ir.StringAttr(attrs["sym_name"]).value
+    is_entry = "sym_visibility" not in attrs or ir.StringAttr(attrs["sym_visibility"]).value == "public"
+    block = fn.regions[0].blocks[0]
+    arg_attrs = list(ir.ArrayAttr(attrs["arg_attrs"])) if "arg_attrs" in attrs else []
+    value_names: dict[ir.Value, str] = {}
+    value_shapes: dict[ir.Value, str] = {}
+    lines: list[str] = []
+    params = []
+    ret = block.operations[len(block.operations) - 1]
+    root = ret.operands[0] if len(ret.operands) == 1 else None
+    for i, arg in enumerate(block.arguments):
+        d = ir.DictAttr(arg_attrs[i]) if i < len(arg_attrs) else None
+        pname = ir.StringAttr(d[NAME]).value if d is not None and NAME in d else names.fresh("Arg_" + str(i))
+        shape = _shape_text(arg.type, d[SHAPE] if d is not None and SHAPE in d else None)
+        value_names[arg] = pname
+        value_shapes[arg] = shape
+        params.append(f"{pname}: {shape}")
+        extra = _attr_text(attr_items(ir.DictAttr(d[MODULE_ATTRS]))) if d is not None and MODULE_ATTRS in d else ""
+        prefix = "ROOT " if root == arg else ""
+        lines.append(f"  {prefix}%{pname} = {shape} parameter({i}){extra}")
+    for op in block.operations:
+        if op.operation.name == "func.return":
+            continue
+        info = BY_OP_NAME.get(op.operation.name)
+        if info is None:
+            raise ValueError(f"cannot export {op.operation.name} as HLO")
+        oattrs = op.attributes
+        iname = ir.StringAttr(oattrs[NAME]).value if NAME in oattrs else names.fresh(info.opcode)
+        result = op.results[0]
+        shape = _shape_text(result.type, oattrs[SHAPE] if SHAPE in oattrs else None)
+        value_names[result] = iname
+        value_shapes[result] = shape
+        if info.opcode == "constant":
+            if ELIDED in oattrs:
+                args = "{...}"
+            else:
+                args = _literal_text(oattrs["value"], from_mlir_type(result.type))
+        else:
+            args = ", ".join(f"{value_shapes[v]} %{value_names[v]}" for v in op.operands)
+        prefix = "ROOT " if root == result else ""
+        lines.append(f"  {prefix}%{iname} = {shape} {info.opcode}({args}){_attr_text(_hlo_attrs(oattrs))}")
+    result_shape = value_shapes[root] if root is not None else "()"
+    head = f"{'ENTRY ' if is_entry else ''}%{fname} ({', '.join(params)}) -> {result_shape} {{"
+    tail = "}"
+    if MODULE_ATTRS in attrs:
+        tail += _attr_text(attr_items(ir.DictAttr(attrs[MODULE_ATTRS])))
+    return [head, *lines, tail]

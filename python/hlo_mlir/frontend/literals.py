@@ -1,0 +1,174 @@
+"""Constant literals: syntax -> NumPy array -> MLIR DenseElementsAttr, and back to HLO text."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from mlir import ir
+
+from hlo_mlir.frontend.syntax import Literal
+from hlo_mlir.types import BY_HLO, ArrayType, ElementType
+
+_BOOL_WORDS = {"true": True, "false": False}
+
+
+class LiteralError(ValueError):
+    def __init__(self, message: str, lit: Literal) -> None:
+        super().__init__(message)
+        self.lit = lit
+
+
+def _scalar(lit: Literal, et: ElementType) -> object:
+    if et.is_complex:
+        if lit.kind != "paren" or len(lit.children) != 2:
+            raise LiteralError(f"expected a complex value like (1, 2) for {et.hlo}", lit)
+        return complex(float(_scalar(lit.children[0], _F64)), float(_scalar(lit.children[1], _F64)))  # type: ignore[arg-type]
+    if lit.kind not in ("number", "name"):
+        raise LiteralError(f"expected a scalar {et.hlo} value", lit)
+    text = lit.text
+    if et.is_pred:
+        if text in _BOOL_WORDS:
+            return _BOOL_WORDS[text]
+        if text in ("0", "1"):
+            return text == "1"
+        raise LiteralError(f"expected true or false, got '{text}'", lit)
+    if et.is_integer:
+        if not re.fullmatch(r"[-+]?[0-9]+", text):
+            raise LiteralError(f"expected an integer for {et.hlo}, got '{text}'", lit)
+        value = int(text)
+        lo = -(1 << (et.bits - 1)) if et.is_signed_int else 0
+        hi = (1 << (et.bits - 1)) - 1 if et.is_signed_int else (1 << et.bits) - 1
+        if not lo <= value <= hi:
+            raise LiteralError(f"value {value} is out of range for {et.hlo} [{lo}, {hi}]", lit)
+        return value
+    try:
+        return float(text)
+    except ValueError:
+        raise LiteralError(f"expected a number for {et.hlo}, got '{text}'", lit) from None
+
+
+_F64 = ElementType("f64", "f64", np.dtype(np.float64), 64)
+
+
+def literal_to_array(lit: Literal, t: ArrayType) -> np.ndarray:
+    """Check the literal's nesting against the shape and build the array (row-major)."""
+    flat: list[object] = []
+
+    def walk(node: Literal, depth: int) -> None:
+        if depth == t.rank:
+            flat.append(_scalar(node, t.element))
+            return
+        if node.kind != "brace":
+            raise LiteralError(f"literal does not match shape {t}: expected {{...}} at nesting depth {depth}", node)
+        if len(node.children) != t.dims[depth]:
+            raise LiteralError(
+                f"literal does not match shape {t}: dimension {depth} has size {t.dims[depth]} "
+                f"but the literal has {len(node.children)} element(s)",
+                node,
+            )
+        for child in node.children:
+            walk(child, depth + 1)
+
+    if t.rank == 0 and lit.kind == "brace" and len(lit.children) == 1:
+        lit = lit.children[0]
+    walk(lit, 0)
+    if t.element.is_integer:
+        arr = np.array(flat, dtype=object)
+    elif t.element.is_complex:
+        arr = np.array(flat, dtype=np.complex128)
+    elif t.element.is_pred:
+        arr = np.array(flat, dtype=np.bool_)
+    else:
+        arr = np.array(flat, dtype=np.float64)
+    return arr.astype(t.dtype).reshape(t.dims)
+
+
+def _component(t: ArrayType) -> ArrayType:
+    """Complex constants are stored as (re, im) pairs of the component type in a trailing
+    dimension: the Python bindings abort the process on a complex DenseElementsAttr."""
+    return ArrayType(BY_HLO["f64" if t.element.hlo == "c128" else "f32"], (*t.dims, 2))
+
+
+def array_to_attr(arr: np.ndarray, t: ArrayType) -> ir.Attribute:
+    """A DenseElementsAttr of the MLIR element type of `t` (see `_component` for complex)."""
+    if t.element.is_complex:
+        c = _component(t)
+        return array_to_attr(np.ascontiguousarray(arr.astype(t.dtype)).view(c.dtype).reshape(c.dims), c)
+    elem = ir.Type.parse(t.element.mlir)
+    if t.element.is_pred:
+        packed = np.packbits(arr.astype(np.bool_).ravel(), bitorder="little")
+        return ir.DenseElementsAttr.get(packed, type=elem, shape=list(t.dims))
+    data = np.ascontiguousarray(arr.astype(t.dtype))
+    if data.size == 0 or data.ndim == 0:
+        data = data.reshape(t.dims)
+    return ir.DenseElementsAttr.get(data, type=elem, shape=list(t.dims))
+
+
+def attr_to_array(attr: ir.Attribute, t: ArrayType) -> np.ndarray:
+    """Values of a DenseElementsAttr as an array of `t`'s dtype."""
+    if t.element.is_complex:
+        return np.ascontiguousarray(attr_to_array(attr, _component(t))).view(t.dtype).reshape(t.dims)
+    for cls in (ir.DenseIntElementsAttr, ir.DenseFPElementsAttr):
+        try:
+            dense = cls(attr)
+        except (ValueError, TypeError):
+            continue
+        if dense.is_splat:
+            break
+        try:
+            return np.asarray(dense).astype(t.dtype).reshape(t.dims)
+        except (ValueError, TypeError):
+            break
+    values = _text_values(str(attr).rsplit(" : ", 1)[0], t)
+    if len(values) == 1 and t.num_elements != 1:
+        return np.full(t.dims, values[0], dtype=t.dtype)
+    return np.array(values).astype(t.dtype).reshape(t.dims)
+
+
+_NUM = re.compile(r"0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)|true|false")
+
+
+def _text_values(text: str, t: ArrayType) -> list[object]:
+    """Slow path for what the bindings can't expose as buffers (bf16, f8, i4, splats)."""
+    et = t.element
+    bits = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[t.dtype.itemsize]
+
+    def value(tok: str) -> object:
+        if tok in ("true", "false"):
+            return tok == "true"
+        if tok.startswith("0x"):
+            return np.array(int(tok, 16), dtype=bits).view(t.dtype)[()]
+        return int(tok) if et.is_integer else float(tok)
+
+    return [value(tok) for tok in _NUM.findall(text.split("<", 1)[1] if "<" in text else text)]
+
+
+def format_scalar(v: np.generic, et: ElementType) -> str:
+    """One element in XLA's literal syntax; floats in their own precision's shortest form."""
+    if et.is_pred:
+        return "true" if v else "false"
+    if et.is_complex:
+        c = complex(v)
+        return f"({_fmt_float(c.real)}, {_fmt_float(c.imag)})"
+    if et.is_integer:
+        return str(int(v))
+    return _fmt_float(v)
+
+
+def _fmt_float(x: object) -> str:
+    text = str(x)
+    if text in ("nan", "-nan", "inf", "-inf"):
+        return text
+    return text[:-2] if text.endswith(".0") else text
+
+
+def format_literal(arr: np.ndarray, t: ArrayType) -> str:
+    """XLA's literal text: nested braces, row-major."""
+
+    def rec(a: np.ndarray) -> str:
+        if a.ndim == 0:
+            return format_scalar(a[()], t.element)
+        return "{" + ", ".join(rec(x) for x in a) + "}"
+
+    return rec(np.asarray(arr))

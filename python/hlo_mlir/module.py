@@ -1,0 +1,85 @@
+"""The Python API: `load` HLO text or `hlo` MLIR into a `Module`, print it, run it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from mlir import ir
+
+from hlo_mlir.diagnostics import HloError, SourceLocation
+from hlo_mlir.dialects import new_context
+from hlo_mlir.frontend.exporter import export_module
+from hlo_mlir.frontend.ir_gen import import_module
+from hlo_mlir.frontend.parser import parse
+
+
+class Module:
+    """An HLO module held as MLIR in the `hlo` dialect (the one IR every stage reads)."""
+
+    def __init__(self, mlir_module: ir.Module, context: ir.Context, filename: str = "<module>") -> None:
+        self.mlir = mlir_module
+        self.context = context
+        self.filename = filename
+
+    def to_hlo(self) -> str:
+        with self.context:
+            return export_module(self.mlir)
+
+    def to_mlir(self, debug_info: bool = False) -> str:
+        with self.context:
+            return self.mlir.operation.get_asm(enable_debug_info=debug_info)
+
+    def __str__(self) -> str:
+        return self.to_hlo()
+
+    def run(self, *args: Any, backend: str = "interpreter", **options: Any) -> list:
+        """Execute the entry computation; returns the results flattened depth-first."""
+        from hlo_mlir.interpreter.run import run_module
+
+        if backend != "interpreter":
+            raise HloError(f"unknown backend '{backend}': the available backend is 'interpreter'")
+        return run_module(self, list(args), **options)
+
+
+def _read(source: str | Path) -> tuple[str, str]:
+    if isinstance(source, Path) or ("\n" not in source and len(source) < 4096 and Path(source).is_file()):
+        path = Path(source)
+        data = path.read_bytes()
+        try:
+            return data.decode("utf-8"), str(path)
+        except UnicodeDecodeError:
+            raise HloError("file is not HLO text (binary data)", SourceLocation(str(path), 1, 1)) from None
+    return str(source), "<string>"
+
+
+def _looks_like_mlir(text: str, filename: str) -> bool:
+    if filename.endswith(".mlir"):
+        return True
+    return bool(re.match(r"\s*(module\b|func\.func\b|\"?builtin\.module)", text))
+
+
+def load(source: str | Path, filename: str | None = None) -> Module:
+    """Parse HLO text (or `hlo`-dialect MLIR) from a path or a string."""
+    text, name = _read(source)
+    name = filename or name
+    ctx = new_context()
+    with ctx, ir.Location.unknown():
+        if _looks_like_mlir(text, name):
+            return Module(_parse_mlir(text, name), ctx, name)
+        tree = parse(text, name)
+        return Module(import_module(tree, text, name), ctx, name)
+
+
+def _parse_mlir(text: str, filename: str) -> ir.Module:
+    try:
+        return ir.Module.parse(text)
+    except ir.MLIRError as e:
+        diag = e.error_diagnostics[0] if e.error_diagnostics else None
+        if diag is not None:
+            m = re.match(r'loc\("[^"]*":(\d+):(\d+)\)', str(diag.location))
+            if m:
+                raise HloError(diag.message, SourceLocation(filename, int(m.group(1)), int(m.group(2))), text) from None
+            raise HloError(diag.message) from None
+        raise HloError(str(e)) from None

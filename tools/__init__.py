@@ -1,0 +1,1 @@
+"""Command-line tools: argument parsing only; the work is done by library calls."""

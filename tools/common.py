@@ -1,0 +1,49 @@
+"""What every tool shares: reading input, writing output, printing diagnostics instead of tracebacks."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable
+
+from hlo_mlir.diagnostics import HloError, SourceLocation
+
+
+def read_input(path: str) -> tuple[str, str]:
+    """Text and display name of a file or '-' (stdin)."""
+    if path == "-":
+        data = sys.stdin.buffer.read()
+        name = "<stdin>"
+    else:
+        try:
+            data = Path(path).read_bytes()
+        except OSError as e:
+            raise HloError(f"cannot read '{path}': {e.strerror}") from None
+        name = path
+    try:
+        return data.decode("utf-8"), name
+    except UnicodeDecodeError:
+        raise HloError("file is not HLO text (binary data)", SourceLocation(name, 1, 1)) from None
+
+
+def write_output(path: str, text: str) -> None:
+    if not text.endswith("\n"):
+        text += "\n"
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        Path(path).write_text(text)
+
+
+def guarded(fn: Callable[[], None]) -> int:
+    """Run a tool body: diagnostics go to stderr with exit code 1, never as a traceback."""
+    try:
+        fn()
+    except HloError as e:
+        print(e.format(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    return 0
