@@ -1,0 +1,260 @@
+"""The reference interpreter: executes `hlo`-dialect computations with NumPy kernels.
+
+Each computation is compiled once into a straight-line program of (kernel, operand slots)
+steps over its `func.func` body; kernels come from the per-family tables in `ops_*.py`.
+Scalar computations (reducers, comparators, map bodies) can also run "batched": the same
+program on whole arrays in place of scalars, which keeps reduce/scatter/sort/map vectorized.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from mlir import ir
+
+from hlo_mlir.diagnostics import HloError
+from hlo_mlir.dialects import BY_OP_NAME, from_mlir_type
+from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.frontend.ir_gen import NAME
+from hlo_mlir.interpreter.registry import KERNELS, InterpreterError, Kernel, Value
+from hlo_mlir.types import ArrayType, HloType
+
+# Elementwise-safe opcodes: a computation made only of these can run batched.
+_BATCHABLE = {
+    "abs", "add", "subtract", "multiply", "divide", "remainder", "power", "maximum", "minimum", "atan2",
+    "and", "or", "xor", "not", "negate", "sign", "compare", "select", "clamp", "convert", "constant",
+    "tuple", "get-tuple-element", "shift-left", "shift-right-arithmetic", "shift-right-logical",
+    "exponential", "exponential-minus-one", "log", "log-plus-one", "sqrt", "rsqrt", "cbrt", "tanh",
+    "logistic", "floor", "ceil", "round-nearest-afz", "round-nearest-even", "is-finite", "popcnt",
+    "count-leading-zeros", "sine", "cosine", "tan", "real", "imag", "complex", "bitcast-convert",
+    "reduce-precision", "erf", "copy", "opt-barrier",
+}  # fmt: skip
+
+
+@dataclass
+class OpInfo:
+    """One instruction as kernels see it (implements registry.OpView)."""
+
+    op: ir.Operation
+    opcode: str
+    name: str
+    result_type: HloType
+    operand_types: tuple[HloType, ...]
+    location: str
+
+    @cached_property
+    def attrs(self) -> dict[str, Any]:
+        return decode_all(self.op.attributes)
+
+    @cached_property
+    def constant(self) -> Value | None:
+        """A constant's value, decoded once (None when the text elided it)."""
+        from hlo_mlir.interpreter.ops_control import constant_value
+
+        if "value" not in self.op.attributes:
+            return None
+        return constant_value(self.op.attributes["value"], from_mlir_type(self.op.results[0].type))
+
+    def batched(self, batch: tuple[int, ...]) -> "OpInfo":
+        """The same instruction with `batch` dims prepended to its array result."""
+        t = self.result_type
+        view = replace(self, result_type=ArrayType(t.element, batch + t.dims) if isinstance(t, ArrayType) else t)
+        view.__dict__["attrs"] = self.attrs
+        if self.opcode == "constant":
+            view.__dict__["constant"] = self.constant
+        return view
+
+
+def _location(op: ir.Operation) -> str:
+    text = str(op.location)
+    if text.startswith('loc("'):
+        inner = text[5:-1]
+        file, _, rest = inner.partition('":')
+        return f"{file}:{rest}"
+    return "<unknown>"
+
+
+@dataclass
+class Step:
+    info: OpInfo
+    kernel: Kernel
+    operands: tuple[int, ...]
+
+
+@dataclass
+class Program:
+    """A computation compiled to slots: arguments first, then one slot per instruction."""
+
+    name: str
+    param_types: tuple[HloType, ...]
+    param_names: tuple[str, ...]
+    steps: list[Step]
+    result: int
+    opcodes: set[str] = field(default_factory=set)
+
+
+def compile_function(fn: ir.Operation) -> Program:
+    name = ir.StringAttr(fn.attributes["sym_name"]).value
+    block = fn.regions[0].blocks[0]
+    slots: dict[ir.Value, int] = {arg: i for i, arg in enumerate(block.arguments)}
+    arg_attrs = list(ir.ArrayAttr(fn.attributes["arg_attrs"])) if "arg_attrs" in fn.attributes else []
+    names = []
+    for i in range(len(block.arguments)):
+        d = ir.DictAttr(arg_attrs[i]) if i < len(arg_attrs) else None
+        names.append(ir.StringAttr(d[NAME]).value if d is not None and NAME in d else f"Arg_{i}")
+    steps: list[Step] = []
+    result = -1
+    for op in block.operations:
+        op = op.operation
+        if op.name == "func.return":
+            result = slots[op.operands[0]]
+            continue
+        meta = BY_OP_NAME.get(op.name)
+        if meta is None:
+            raise HloError(f"{_location(op)}: the interpreter cannot execute '{op.name}'")
+        info = OpInfo(
+            op,
+            meta.opcode,
+            ir.StringAttr(op.attributes[NAME]).value if NAME in op.attributes else meta.opcode,
+            from_mlir_type(op.results[0].type),
+            tuple(from_mlir_type(v.type) for v in op.operands),
+            _location(op),
+        )
+        kernel = KERNELS.get(meta.opcode)
+        if kernel is None:
+            raise HloError(f"{info.location}: error: the interpreter has no kernel for {meta.opcode} '{info.name}'")
+        steps.append(Step(info, kernel, tuple(slots[v] for v in op.operands)))
+        slots[op.results[0]] = len(block.arguments) + len(steps) - 1
+    params = tuple(from_mlir_type(a.type) for a in block.arguments)
+    return Program(name, params, tuple(names), steps, result, {s.info.opcode for s in steps})
+
+
+class Interpreter:
+    """Runs the computations of one module (implements registry.Context for kernels)."""
+
+    def __init__(self, module: ir.Module, replica_id: int = 0, num_replicas: int = 1, partition_id: int = 0,
+                 services: Any = None) -> None:  # fmt: skip
+        self.programs: dict[str, Program] = {}
+        self.entry = ""
+        for fn in module.body.operations:
+            program = compile_function(fn.operation)
+            self.programs[program.name] = program
+            attrs = fn.operation.attributes
+            if "sym_visibility" not in attrs or ir.StringAttr(attrs["sym_visibility"]).value == "public":
+                self.entry = program.name
+        if not self.entry and self.programs:
+            self.entry = list(self.programs)[-1]
+        self.replica_id = replica_id
+        self.num_replicas = num_replicas
+        self.partition_id = partition_id
+        self.services = services
+        self._batched: dict[tuple[str, tuple[int, ...]], list[Step]] = {}
+
+    # -- registry.Context ----------------------------------------------------------------------
+    def call(self, computation: str, args: Sequence[Value]) -> Value:
+        program = self.programs[computation]
+        return self._execute(program.steps, program, list(args))
+
+    def elementwise(self, computation: str) -> Callable[..., Value]:
+        program = self.programs[computation]
+        if not program.opcodes <= _BATCHABLE:
+            return self._per_element(computation)
+
+        def run(*args: Value) -> Value:
+            shapes = [np.shape(a) for a in args if isinstance(a, np.ndarray)]
+            batch = tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+            key = (computation, batch)
+            steps = self._batched.get(key)
+            if steps is None:
+                steps = [replace(s, info=s.info.batched(batch)) for s in program.steps]
+                self._batched[key] = steps
+            return self._execute(steps, program, list(args))
+
+        return run
+
+    def _per_element(self, computation: str) -> Callable[..., Value]:
+        """Fallback for computations with non-elementwise ops: one call per element."""
+
+        def run(*args: Value) -> Value:
+            arrays = np.broadcast_arrays(*[np.asarray(a) for a in args])
+            shape = arrays[0].shape if arrays else ()
+            results = [self.call(computation, [a[idx][()] for a in arrays]) for idx in np.ndindex(shape)]
+            if results and isinstance(results[0], tuple):
+                return tuple(np.array([r[i] for r in results]).reshape(shape) for i in range(len(results[0])))
+            return np.array(results).reshape(shape)
+
+        return run
+
+    def reducer_kind(self, computation: str) -> str | None:
+        program = self.programs[computation]
+        if len(program.steps) != 1 or len(program.param_types) != 2:
+            return None
+        step = program.steps[0]
+        if step.operands in ((0, 1), (1, 0)) and step.info.opcode in (
+            "add", "multiply", "maximum", "minimum", "and", "or", "xor"
+        ):  # fmt: skip
+            return step.info.opcode
+        return None
+
+    def comparator_kind(self, computation: str) -> tuple[str, str | None] | None:
+        program = self.programs[computation]
+        if len(program.steps) != 1 or program.steps[0].info.opcode != "compare":
+            return None
+        step = program.steps[0]
+        direction = step.info.attrs.get("direction")
+        if step.operands == (0, 1):
+            return direction, step.info.attrs.get("type")
+        if step.operands == (1, 0) and direction in ("LT", "GT"):
+            return {"LT": "GT", "GT": "LT"}[direction], step.info.attrs.get("type")
+        return None
+
+    # -- execution -------------------------------------------------------------------------------
+    def _execute(self, steps: list[Step], program: Program, values: list[Value]) -> Value:
+        for step in steps:
+            try:
+                values.append(step.kernel(step.info, [values[i] for i in step.operands], self))
+            except (HloError, InterpreterError):
+                raise
+            except Exception as e:  # a kernel bug or unsupported case: report it at the instruction
+                raise InterpreterError(step.info, f"{type(e).__name__}: {e}") from e
+        return values[program.result]
+
+    def run(self, args: Sequence[Any]) -> Value:
+        program = self.programs[self.entry]
+        return self._execute(program.steps, program, check_arguments(program, args))
+
+
+def check_arguments(program: Program, args: Sequence[Any]) -> list[Value]:
+    """Convert and check user arguments against the entry parameters, naming the parameter."""
+    if len(args) != len(program.param_types):
+        raise HloError(
+            f"computation '{program.name}' takes {len(program.param_types)} argument(s), got {len(args)}"
+        )
+    out: list[Value] = []
+    for i, (a, t, name) in enumerate(zip(args, program.param_types, program.param_names)):
+        out.append(_check_value(a, t, f"argument {i} (parameter '{name}')"))
+    return out
+
+
+def _check_value(a: Any, t: HloType, what: str) -> Value:
+    from hlo_mlir.types import TokenType, TupleType
+    from hlo_mlir.interpreter.registry import TOKEN
+
+    if isinstance(t, TupleType):
+        if not isinstance(a, (tuple, list)) or len(a) != len(t.elements):
+            raise HloError(f"{what}: expected a tuple {t}")
+        return tuple(_check_value(x, e, f"{what}[{j}]") for j, x in enumerate(a))
+    if isinstance(t, TokenType):
+        return TOKEN
+    assert isinstance(t, ArrayType)
+    arr = np.asarray(a)
+    if arr.shape != t.dims:
+        raise HloError(f"{what}: expected shape {t}, got an array of shape {list(arr.shape)}")
+    if arr.dtype != t.dtype:
+        if not np.can_cast(arr.dtype, t.dtype, casting="same_kind") or arr.dtype.kind != t.dtype.kind:
+            raise HloError(f"{what}: expected element type {t.element.hlo} ({t.dtype}), got {arr.dtype}")
+        arr = arr.astype(t.dtype)
+    return arr

@@ -1,0 +1,129 @@
+"""Kernels for constants, tuples, calls and control flow, tokens, and custom calls."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from mlir import ir
+
+from hlo_mlir.frontend.literals import attr_to_array
+from hlo_mlir.interpreter.registry import TOKEN, Context, InterpreterError, OpView, Value, kernel
+from hlo_mlir.types import ArrayType, HloType, TupleType
+
+
+def constant_value(attr: ir.Attribute, t: HloType) -> Value:
+    """The value of a constant's `value` attribute (arrays, or nested tuples of them)."""
+    if isinstance(t, TupleType):
+        return tuple(constant_value(a, e) for a, e in zip(ir.ArrayAttr(attr), t.elements))
+    assert isinstance(t, ArrayType)
+    return attr_to_array(attr, t)
+
+
+@kernel("constant")
+def constant(op: OpView, args: list, ctx: Context) -> Value:
+    value = op.constant  # type: ignore[attr-defined]
+    if value is None:
+        raise InterpreterError(op, "the constant's value was elided ({...}) in the HLO text; it cannot be run")
+    return value
+
+
+@kernel("tuple")
+def tuple_(op: OpView, args: list, ctx: Context) -> Value:
+    return tuple(args)
+
+
+@kernel("get-tuple-element")
+def get_tuple_element(op: OpView, args: list, ctx: Context) -> Value:
+    return args[0][op.attrs["index"]]
+
+
+@kernel("call", "fusion")
+def call(op: OpView, args: list, ctx: Context) -> Value:
+    return ctx.call(op.attrs["to_apply" if op.opcode == "call" else "calls"], args)
+
+
+@kernel("while")
+def while_(op: OpView, args: list, ctx: Context) -> Value:
+    state = args[0]
+    cond, body = op.attrs["condition"], op.attrs["body"]
+    while bool(np.asarray(ctx.call(cond, [state]))):
+        state = ctx.call(body, [state])
+    return state
+
+
+@kernel("conditional")
+def conditional(op: OpView, args: list, ctx: Context) -> Value:
+    selector = np.asarray(args[0])
+    if "branch_computations" in op.attrs:
+        branches = op.attrs["branch_computations"]
+        index = int(selector)
+        if not 0 <= index < len(branches):
+            index = len(branches) - 1  # out-of-range indices run the last branch
+        return ctx.call(branches[index], [args[1 + index]])
+    if bool(selector):
+        return ctx.call(op.attrs["true_computation"], [args[1]])
+    return ctx.call(op.attrs["false_computation"], [args[2]])
+
+
+@kernel("after-all")
+def after_all(op: OpView, args: list, ctx: Context) -> Value:
+    return TOKEN
+
+
+@kernel("add-dependency", "opt-barrier", "domain", "copy-done", "async-done")
+def identity_first(op: OpView, args: list, ctx: Context) -> Value:
+    value = args[0]
+    if op.opcode == "copy-done":
+        return value[0]
+    if op.opcode == "async-done":
+        return value[1]
+    return value
+
+
+@kernel("copy-start")
+def copy_start(op: OpView, args: list, ctx: Context) -> Value:
+    return (args[0], args[0], np.zeros((), np.uint32))
+
+
+@kernel("async-start")
+def async_start(op: OpView, args: list, ctx: Context) -> Value:
+    return (tuple(args), ctx.call(op.attrs["calls"], args))
+
+
+@kernel("async-update")
+def async_update(op: OpView, args: list, ctx: Context) -> Value:
+    return args[0]
+
+
+@kernel("replica-id")
+def replica_id(op: OpView, args: list, ctx: Context) -> Value:
+    return np.array(ctx.replica_id, dtype=np.uint32)
+
+
+@kernel("partition-id")
+def partition_id(op: OpView, args: list, ctx: Context) -> Value:
+    return np.array(ctx.partition_id, dtype=np.uint32)
+
+
+# -- custom calls -------------------------------------------------------------------------------
+CustomCallHandler = Callable[[OpView, list, Context], Value]
+CUSTOM_CALLS: dict[str, CustomCallHandler] = {}
+
+
+def register_custom_call(target: str, handler: CustomCallHandler) -> None:
+    """Make `custom-call(...), custom_call_target="<target>"` run `handler(op, args, ctx)`."""
+    CUSTOM_CALLS[target] = handler
+
+
+@kernel("custom-call")
+def custom_call(op: OpView, args: list, ctx: Context) -> Value:
+    target = op.attrs.get("custom_call_target", "")
+    handler = CUSTOM_CALLS.get(target)
+    if handler is None:
+        raise InterpreterError(
+            op,
+            f"no handler is registered for custom_call_target \"{target}\"; register one with "
+            "hlo_mlir.interpreter.register_custom_call",
+        )
+    return handler(op, args, ctx)

@@ -1,0 +1,109 @@
+"""Program inputs and outputs: .npz/.npy/literal-text files, random inputs, XLA literal printing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from hlo_mlir.diagnostics import HloError
+from hlo_mlir.frontend.literals import format_literal
+from hlo_mlir.types import ArrayType, HloType, TokenType, TupleType, flatten
+
+
+def _entry_signature(module: Any) -> tuple[list[HloType], HloType]:
+    from hlo_mlir.dialects import from_mlir_type
+    from mlir import ir
+
+    with module.context:
+        funcs = [op.operation for op in module.mlir.body.operations]
+        entry = next((f for f in funcs if "sym_visibility" not in f.attributes), funcs[-1])
+        ftype = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
+        return [from_mlir_type(t) for t in ftype.inputs], from_mlir_type(ftype.results[0])
+
+
+def entry_parameter_types(module: Any) -> list[HloType]:
+    return _entry_signature(module)[0]
+
+
+def entry_result_type(module: Any) -> HloType:
+    return _entry_signature(module)[1]
+
+
+def random_value(t: HloType, rng: np.random.Generator) -> Any:
+    """Normal floats, small non-negative integers (valid as indices), random predicates."""
+    if isinstance(t, TupleType):
+        return tuple(random_value(e, rng) for e in t.elements)
+    if isinstance(t, TokenType) or not isinstance(t, ArrayType):
+        return None
+    et = t.element
+    if et.is_pred:
+        return rng.integers(0, 2, t.dims).astype(np.bool_)
+    if et.is_integer:
+        return rng.integers(0, 8, t.dims).astype(t.dtype)
+    if et.is_complex:
+        return (rng.standard_normal(t.dims) + 1j * rng.standard_normal(t.dims)).astype(t.dtype)
+    return rng.standard_normal(t.dims).astype(t.dtype)
+
+
+def random_inputs(types: Sequence[HloType], seed: int = 0) -> list[Any]:
+    rng = np.random.default_rng(seed)
+    return [random_value(t, rng) for t in types]
+
+
+def parse_literal_text(text: str, filename: str) -> Any:
+    """`f32[2] {1, 2}` (XLA literal text) -> array, by evaluating it as an HLO constant."""
+    from hlo_mlir.module import load
+
+    shape, _, literal = text.strip().partition(" ")
+    module = load(f"HloModule literal\nENTRY e {{\n  ROOT c = {shape} constant({literal})\n}}\n", filename=filename)
+    return module.run()[0]
+
+
+def load_inputs(paths: Sequence[str], types: Sequence[HloType]) -> list[Any]:
+    """One .npz (keys arg0, arg1, ...) or one .npy / literal-text file per parameter."""
+    if len(paths) == 1 and paths[0].endswith(".npz"):
+        with np.load(paths[0]) as data:
+            missing = [f"arg{i}" for i in range(len(types)) if f"arg{i}" not in data]
+            if missing:
+                raise HloError(f"{paths[0]}: missing input(s) {', '.join(missing)} (keys must be arg0, arg1, ...)")
+            return [data[f"arg{i}"] for i in range(len(types))]
+    out = []
+    for p in paths:
+        if p.endswith(".npy"):
+            out.append(np.load(p))
+        else:
+            try:
+                out.append(parse_literal_text(Path(p).read_text(), p))
+            except OSError as e:
+                raise HloError(f"cannot read '{p}': {e.strerror}") from None
+    return out
+
+
+def save_outputs(path: str, values: Sequence[Any]) -> None:
+    np.savez(path, **{f"out{i}": np.asarray(v) for i, v in enumerate(values) if v is not None})
+
+
+def format_value(value: Any, t: HloType) -> str:
+    """A result in XLA's literal text format, e.g. `f32[2] {1, 2.5}` or `(f32[] 1, s32[] 2)`."""
+    if isinstance(t, TupleType):
+        return "(\n" + ",\n".join(format_value(v, e) for v, e in zip(value, t.elements)) + "\n)"
+    if isinstance(t, TokenType):
+        return "token[]"
+    assert isinstance(t, ArrayType)
+    return f"{t} {format_literal(np.asarray(value), t)}"
+
+
+def unflatten(values: Sequence[Any], t: HloType) -> Any:
+    it = iter(values)
+
+    def build(tt: HloType) -> Any:
+        if isinstance(tt, TupleType):
+            return tuple(build(e) for e in tt.elements)
+        return next(it)
+
+    return build(t)
+
+
+__all__ = ["HloError", "flatten"]

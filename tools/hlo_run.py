@@ -1,0 +1,55 @@
+"""hlo-run: execute an HLO module's entry computation and print or save its results."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hlo_mlir import io
+from hlo_mlir.module import load
+from hlo_mlir.tools.common import guarded, read_input
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hlo-run", description=__doc__)
+    p.add_argument("input", help="HLO text or .mlir file; '-' reads stdin")
+    p.add_argument("--inputs", nargs="+", default=None, metavar="FILE",
+                   help="one .npz (keys arg0, arg1, ...) or one .npy / literal-text file per parameter")
+    p.add_argument("--random-inputs", action="store_true", help="generate inputs from the parameter shapes")
+    p.add_argument("--seed", type=int, default=0, help="seed for --random-inputs")
+    p.add_argument("--outputs", metavar="OUT.npz", help="write results (keys out0, out1, ..., tuples flattened)")
+    p.add_argument("--print", action="store_true", help="print results as XLA literals")
+    p.add_argument("--backend", choices=("interpreter",), default="interpreter")
+    p.add_argument("--replicas", type=int, default=1, help="run N replicas in one process")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+
+    def run() -> None:
+        text, filename = read_input(args.input)
+        module = load(text, filename=filename)
+        types = io.entry_parameter_types(module)
+        if args.inputs:
+            inputs = io.load_inputs(args.inputs, types)
+        elif args.random_inputs or not types:
+            inputs = io.random_inputs(types, args.seed)
+        else:
+            raise io.HloError(f"the entry computation takes {len(types)} argument(s): give --inputs or --random-inputs")
+        results = module.run(*inputs, backend=args.backend, replicas=args.replicas)
+        per_replica = results if args.replicas > 1 else [results]
+        result_type = io.entry_result_type(module)
+        for r, values in enumerate(per_replica):
+            if args.print:
+                if args.replicas > 1:
+                    print(f"replica {r}:")
+                print(io.format_value(io.unflatten(values, result_type), result_type))
+            if args.outputs:
+                io.save_outputs(args.outputs if args.replicas == 1 else args.outputs.replace(".npz", f".{r}.npz"), values)
+
+    return guarded(run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
