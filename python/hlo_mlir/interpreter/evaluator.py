@@ -8,6 +8,7 @@ program on whole arrays in place of scalars, which keeps reduce/scatter/sort/map
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Callable, Sequence
@@ -18,7 +19,7 @@ from mlir import ir
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import BY_OP_NAME, from_mlir_type
 from hlo_mlir.dialects.attributes import decode_all
-from hlo_mlir.frontend.ir_gen import NAME
+from hlo_mlir.frontend.ir_gen import NAME, SHAPE
 from hlo_mlir.interpreter.registry import KERNELS, InterpreterError, Kernel, Value
 from hlo_mlir.types import ArrayType, HloType
 
@@ -44,6 +45,9 @@ class OpInfo:
     result_type: HloType
     operand_types: tuple[HloType, ...]
     location: str
+    # minor-to-major layouts as written in the text (None: default {n-1,...,0}); bitcast needs them
+    result_layout: tuple[int, ...] | None = None
+    operand_layouts: tuple[tuple[int, ...] | None, ...] = ()
 
     @cached_property
     def attrs(self) -> dict[str, Any]:
@@ -66,6 +70,16 @@ class OpInfo:
         if self.opcode == "constant":
             view.__dict__["constant"] = self.constant
         return view
+
+
+def _layout(shape: ir.Attribute | None) -> tuple[int, ...] | None:
+    """Minor-to-major dims of an array shape text like `f32[6,4]{0,1}`."""
+    if shape is None:
+        return None
+    m = re.fullmatch(r"[a-z0-9]+\[[^\]]*\]\{([0-9,]*)(?::[^}]*)?\}", ir.StringAttr(shape).value)
+    if not m or not m.group(1):
+        return None
+    return tuple(int(x) for x in m.group(1).split(","))
 
 
 def _location(op: ir.Operation) -> str:
@@ -105,6 +119,10 @@ def compile_function(fn: ir.Operation) -> Program:
     for i in range(len(block.arguments)):
         d = ir.DictAttr(arg_attrs[i]) if i < len(arg_attrs) else None
         names.append(ir.StringAttr(d[NAME]).value if d is not None and NAME in d else f"Arg_{i}")
+    layouts: dict[ir.Value, tuple[int, ...] | None] = {}
+    for i, arg in enumerate(block.arguments):
+        d = ir.DictAttr(arg_attrs[i]) if i < len(arg_attrs) else None
+        layouts[arg] = _layout(d[SHAPE] if d is not None and SHAPE in d else None)
     steps: list[Step] = []
     result = -1
     for op in block.operations:
@@ -122,7 +140,10 @@ def compile_function(fn: ir.Operation) -> Program:
             from_mlir_type(op.results[0].type),
             tuple(from_mlir_type(v.type) for v in op.operands),
             _location(op),
+            _layout(op.attributes[SHAPE] if SHAPE in op.attributes else None),
+            tuple(layouts.get(v) for v in op.operands),
         )
+        layouts[op.results[0]] = info.result_layout
         kernel = KERNELS.get(meta.opcode)
         if kernel is None:
             raise HloError(f"{info.location}: error: the interpreter has no kernel for {meta.opcode} '{info.name}'")
