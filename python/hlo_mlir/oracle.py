@@ -47,7 +47,7 @@ class XlaError(Exception):
 
 
 class _Leaf(NamedTuple):
-    """One flattened entry parameter: kind is token/pred/int/uint/float/complex."""
+    """One flattened array/token of an entry signature; kind is token/pred/int/uint/float/complex."""
     kind: str
     dtype: np.dtype
     dims: tuple[int, ...]
@@ -213,7 +213,11 @@ def run_xla_inprocess(hlo_text: str, args: Sequence[np.ndarray]) -> list[np.ndar
 
 
 def _canonical_text_inprocess(hlo_text: str) -> str:
-    return _parse(hlo_text).to_string()
+    import jaxlib._hlo as xla_hlo
+
+    options = xla_hlo.HloPrintOptions()
+    options.print_large_constants = True  # the default elides them as {...}, which does not re-parse
+    return _parse(hlo_text).to_string(options)
 
 
 def _leaves_inprocess(hlo_text: str) -> list[_Leaf]:
@@ -266,7 +270,11 @@ class _Worker:
         if self._proc is None or self._proc.poll() is not None:
             self._stderr = tempfile.TemporaryFile()
             env = dict(os.environ, JAX_PLATFORMS="cpu")
-            self._proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve"],
+            # Run this file as __main__ without putting its directory (or the
+            # cwd) on sys.path, where sibling modules would shadow the stdlib.
+            launch = (f"import sys, runpy; del sys.path[0]; "
+                      f"runpy.run_path({os.path.abspath(__file__)!r}, run_name='__main__')")
+            self._proc = subprocess.Popen([sys.executable, "-c", launch, "--serve"],
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=self._stderr, env=env)
         return self._proc
@@ -344,6 +352,7 @@ def random_inputs_for(hlo_text: str, seed: int = 0, isolated: bool = True) -> li
     Floats are standard normal, integers small non-negative in [0, 8) so they
     are valid gather/dynamic-slice indices and loop counts, bools uniform,
     complex numbers normal in both parts, tokens empty bool arrays.
+    Same seed and module give the same arrays.
     """
     if isolated:
         leaves = [_Leaf(*t) for t in _worker.call("leaves", (hlo_text,), 120)]
@@ -361,7 +370,10 @@ def random_inputs_for(hlo_text: str, seed: int = 0, isolated: bool = True) -> li
         elif leaf.kind == "complex":
             out.append((rng.standard_normal(leaf.dims) + 1j * rng.standard_normal(leaf.dims)).astype(leaf.dtype))
         else:
-            out.append(rng.standard_normal(leaf.dims).astype(leaf.dtype))
+            values = rng.standard_normal(leaf.dims)
+            if np.isnan(np.array(-1.0).astype(leaf.dtype).astype(np.float64)):  # sign-less f8e8m0fnu
+                values = np.abs(values)
+            out.append(values.astype(leaf.dtype))
     return out
 
 

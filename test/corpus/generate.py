@@ -618,15 +618,15 @@ def main() -> None:
         print(json.dumps(entries))
         return
     entries = [generate(n, p) for n, p in PROGRAMS.items() if not p.x64]
-    child = subprocess.run([sys.executable, __file__, "--x64"], check=True, capture_output=True, text=True)
+    child = subprocess.run([sys.executable, __file__, "--x64"], check=True, stdout=subprocess.PIPE, text=True)
     entries += json.loads(child.stdout)
     entries.sort(key=lambda e: e["name"])
     manifest = {
         "generator": "test/corpus/generate.py",
         "jax_version": jax.__version__,
         "jaxlib_version": jax.lib.__version__,
-        "files": "<name>.hlo: jax.jit(f).lower(*args).as_text(dialect='hlo'); <name>.opt.hlo: XLA:CPU-optimized "
-                 "module printed with large constants",
+        "files": "<name>.hlo: jax.jit(f).lower(*args).as_text(dialect='hlo'); <name>.opt.hlo: the XLA:CPU-optimized "
+                 "module (of the .hlo text itself for lowering='generic'), printed with large constants",
         "programs": entries,
     }
     (CORPUS_DIR / "MANIFEST.json").write_text(json.dumps(manifest, indent=1) + "\n")
