@@ -1,0 +1,65 @@
+"""Indexing through a fused computation.
+
+Starting from the identity map of the fusion root, each instruction of the computation (users
+before producers) composes the maps reaching it with its own output-to-input maps; the results are
+simplified and collected per producer in sets, so equal maps reached along different paths count
+once (the document's `p0 + transpose(p0)` keeps two maps, its transpose/exp chain only one).
+"""
+
+from __future__ import annotations
+
+from hlo_mlir.analysis.indexing_map import IndexingMap, compose
+from hlo_mlir.analysis.op_maps import Indexing, compute_output_to_input_indexing, output_dims
+
+
+def post_order(root: object) -> list[object]:
+    """Instructions reachable from `root`, each after its operands."""
+    order: list[object] = []
+    seen: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        instr, expanded = stack.pop()
+        if expanded:
+            order.append(instr)
+            continue
+        if id(instr) in seen:
+            continue
+        seen.add(id(instr))
+        stack.append((instr, True))
+        stack.extend((op, False) for op in reversed(instr.operands) if id(op) not in seen)
+    return order
+
+
+def grouped_output_to_input(target: object) -> dict[int, tuple[object, set[IndexingMap]]]:
+    """Maps from `target`'s output to every instruction it reads, keyed by `id(instruction)`."""
+    grouped: dict[int, tuple[object, set[IndexingMap]]] = {
+        id(target): (target, {IndexingMap.identity(output_dims(target))})
+    }
+    for instr in reversed(post_order(target)):
+        consumer_maps = grouped.get(id(instr))
+        if consumer_maps is None:
+            continue
+        consumers = list(consumer_maps[1])
+        for operand, producer_maps in zip(instr.operands, compute_output_to_input_indexing(instr, 0)):
+            _, maps = grouped.setdefault(id(operand), (operand, set()))
+            for producer in producer_maps:
+                for consumer in consumers:
+                    composed = compose(consumer, producer)
+                    composed.simplify()
+                    composed.remove_unused_symbols()
+                    maps.add(composed)
+    return grouped
+
+
+def fusion_output_to_input(fusion: object, output_id: int = 0) -> Indexing:
+    """Per fusion operand, the maps from output `output_id` of the fusion to the elements read."""
+    computation = fusion.called[0]
+    root = computation.root
+    target = root.operands[output_id] if root.opcode == "tuple" else root
+    grouped = grouped_output_to_input(target)
+    result: Indexing = [set() for _ in fusion.operands]
+    for param in computation.parameters:
+        entry = grouped.get(id(param))
+        if entry is not None:
+            result[param.attrs["parameter_number"]] = set(entry[1])
+    return result

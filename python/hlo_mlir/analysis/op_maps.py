@@ -1,0 +1,477 @@
+"""Indexing maps of single HLO instructions, in both directions.
+
+Output-to-input maps take an index of the instruction's result to the elements of each operand it
+reads; input-to-output maps take an index of one operand to the result elements it contributes to.
+Which ops have maps, and how each is built, follows XLA's `indexing_analysis.cc`, so printed maps
+agree with XLA's. An op without a rule gets an undefined map per operand ("unknown indexing").
+
+Rules live in two tables keyed by HLO opcode; shape-changing families (reshape/bitcast, windows,
+convolution) are in `shape_maps.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from hlo_mlir.analysis import affine as A
+from hlo_mlir.analysis import shape_maps as S
+from hlo_mlir.analysis.indexing_map import IndexingMap, Interval, RuntimeVariable, Variable, dim_vars_from_sizes
+from hlo_mlir.types import ArrayType, TupleType
+
+Indexing = list[set[IndexingMap]]
+
+ELEMENTWISE = frozenset(
+    """abs add and atan2 cbrt ceil clamp compare complex convert copy cosine count-leading-zeros divide erf
+    exponential exponential-minus-one floor imag is-finite log log-plus-one logistic maximum minimum multiply
+    negate not or popcnt power real reduce-precision remainder round-nearest-afz round-nearest-even rsqrt select
+    shift-left shift-right-arithmetic shift-right-logical sign sine sqrt stochastic-convert subtract tan tanh xor
+    map all-reduce all-reduce-start all-reduce-done""".split()
+)
+
+
+def dims_of(t: object) -> tuple[int, ...]:
+    """Dims of an array type; of the first element for a tuple (variadic ops share one shape)."""
+    if isinstance(t, TupleType):
+        return dims_of(t.elements[0])
+    return t.dims if isinstance(t, ArrayType) else ()
+
+
+def output_dims(instr: object, output_id: int = 0) -> tuple[int, ...]:
+    t = instr.result_type
+    return dims_of(t.elements[output_id] if isinstance(t, TupleType) else t)
+
+
+def operand_dims(instr: object, i: int) -> tuple[int, ...]:
+    return dims_of(instr.operand_types[i])
+
+
+def scalar_map(dims: Sequence[int]) -> IndexingMap:
+    """`(d0, ...) -> ()`: every output element reads the one element of a scalar operand."""
+    return IndexingMap.from_tensor_sizes(A.affine_map(len(dims), 0, []), dims)
+
+
+def single(*maps: IndexingMap) -> Indexing:
+    return [{m} for m in maps]
+
+
+def unknown(count: int) -> Indexing:
+    return [{IndexingMap.undefined()} for _ in range(count)]
+
+
+# --- output to input --------------------------------------------------------------------------------
+
+
+def _elementwise(instr: object, output_id: int) -> Indexing:
+    out = output_dims(instr)
+    identity = IndexingMap.identity(out)
+    # A scalar operand of a non-scalar op (select's predicate, clamp's bounds) is broadcast.
+    return [
+        {scalar_map(out) if not operand_dims(instr, i) and out else identity} for i in range(len(instr.operands))
+    ]
+
+
+def _bitcast_convert(instr: object, output_id: int) -> Indexing:
+    # Only a same-width bitcast-convert is elementwise; a width change adds or drops a dimension.
+    if operand_dims(instr, 0) != output_dims(instr):
+        return unknown(1)
+    return _elementwise(instr, output_id)
+
+
+def _broadcast(instr: object, output_id: int) -> Indexing:
+    out = output_dims(instr)
+    exprs = [A.dim(d) for d in instr.attrs["dimensions"]]
+    return single(IndexingMap.from_tensor_sizes(A.affine_map(len(out), 0, exprs), out))
+
+
+def _concatenate(instr: object, output_id: int) -> Indexing:
+    out = output_dims(instr)
+    axis = instr.attrs["dimensions"][0]
+    result: Indexing = []
+    offset = 0
+    for i in range(len(instr.operands)):
+        size = operand_dims(instr, i)[axis]
+        exprs = [A.dim(d) - offset if d == axis else A.dim(d) for d in range(len(out))]
+        dim_vars = dim_vars_from_sizes(out)
+        dim_vars[axis] = Variable(Interval(offset, offset + size - 1))
+        result.append({IndexingMap(A.affine_map(len(out), 0, exprs), dim_vars)})
+        offset += size
+    return result
+
+
+def _dot_maps(instr: object) -> tuple[IndexingMap, IndexingMap]:
+    attrs = instr.attrs
+    lhs_dims, rhs_dims, out = operand_dims(instr, 0), operand_dims(instr, 1), output_dims(instr)
+    lhs_batch, rhs_batch = attrs.get("lhs_batch_dims", ()), attrs.get("rhs_batch_dims", ())
+    lhs_contract, rhs_contract = attrs.get("lhs_contracting_dims", ()), attrs.get("rhs_contracting_dims", ())
+    lhs_exprs: list = [None] * len(lhs_dims)
+    rhs_exprs: list = [None] * len(rhs_dims)
+    next_dim = 0
+    for lb, rb in zip(lhs_batch, rhs_batch):
+        lhs_exprs[lb] = rhs_exprs[rb] = A.dim(next_dim)
+        next_dim += 1
+    for exprs, batch, contract in ((lhs_exprs, lhs_batch, lhs_contract), (rhs_exprs, rhs_batch, rhs_contract)):
+        for i in range(len(exprs)):
+            if i not in batch and i not in contract:
+                exprs[i] = A.dim(next_dim)
+                next_dim += 1
+    sizes = []
+    for s, (lc, rc) in enumerate(zip(lhs_contract, rhs_contract)):
+        lhs_exprs[lc] = rhs_exprs[rc] = A.sym(s)
+        sizes.append(lhs_dims[lc])
+    return (
+        IndexingMap.from_tensor_sizes(A.affine_map(len(out), len(sizes), lhs_exprs), out, sizes),
+        IndexingMap.from_tensor_sizes(A.affine_map(len(out), len(sizes), rhs_exprs), out, sizes),
+    )
+
+
+def _dot(instr: object, output_id: int) -> Indexing:
+    return single(*_dot_maps(instr))
+
+
+def _fold_runtime_variable(hlo: object, access: IndexingMap, feasible: Interval):
+    """The expression replacing a runtime variable read from a constant or an iota, if any.
+
+    A scalar-indexed constant folds to its value when that value is feasible; an iota folds to the
+    index along its iota dimension.
+    """
+    if hlo.opcode == "constant" and "value" in hlo.attrs:
+        indices = [A.constant_value(r) for r in access.results]
+        if all(i is not None for i in indices):
+            import numpy as np
+
+            value = int(np.asarray(hlo.attrs["value"])[tuple(indices)])
+            return A.const(value) if feasible.contains(value) else None
+    if hlo.opcode == "iota":
+        return access.results[hlo.attrs["iota_dimension"]]
+    return None
+
+
+def with_runtime_variables(
+    out: Sequence[int], exprs: list, rt_vars: list[RuntimeVariable]
+) -> IndexingMap:
+    """A map whose symbols are all runtime variables; foldable ones become expressions and go away."""
+    replacements = [A.sym(i) for i in range(len(rt_vars))]
+    for i, rt in enumerate(rt_vars):
+        folded = _fold_runtime_variable(rt.hlo, rt.map, rt.bounds)
+        if folded is not None:
+            replacements[i] = folded
+    exprs = [A.replace(e, None, replacements) for e in exprs]
+    m = IndexingMap(A.affine_map(len(out), len(rt_vars), exprs), dim_vars_from_sizes(out), (), rt_vars)
+    m.remove_unused_symbols()
+    return m
+
+
+def _dynamic_slice(instr: object, output_id: int) -> Indexing:
+    out = output_dims(instr)
+    src = operand_dims(instr, 0)
+    if len(instr.operands) != 1 + len(out) or any(operand_dims(instr, i) for i in range(1, len(instr.operands))):
+        return unknown(len(instr.operands))  # the old form with one vector of offsets
+    offsets = scalar_map(out)
+    exprs, rt_vars = [], []
+    for d, size in enumerate(instr.attrs["dynamic_slice_sizes"]):
+        rt = RuntimeVariable(Interval(0, src[d] - size), instr.operands[1 + d], offsets)
+        folded = _fold_runtime_variable(rt.hlo, rt.map, rt.bounds)
+        if folded is not None:
+            exprs.append(A.dim(d) + folded)
+        else:
+            exprs.append(A.dim(d) + A.sym(len(rt_vars)))
+            rt_vars.append(rt)
+    operand_map = with_runtime_variables(out, exprs, rt_vars)
+    return single(operand_map, *[offsets] * (len(instr.operands) - 1))
+
+
+def _dynamic_update_slice(instr: object, output_id: int) -> Indexing:
+    out = output_dims(instr)
+    update = operand_dims(instr, 1)
+    offsets = scalar_map(out)
+    rt_vars = [
+        RuntimeVariable(Interval(0, out[d] - update[d]), instr.operands[2 + d], offsets) for d in range(len(out))
+    ]
+    exprs = [A.dim(d) - A.sym(d) for d in range(len(out))]
+    update_map = with_runtime_variables(out, exprs, rt_vars)
+    return single(IndexingMap.identity(out), update_map, *[offsets] * (len(instr.operands) - 2))
+
+
+def _is_simplified_gather(instr: object) -> bool:
+    attrs = instr.attrs
+    offset_dims = tuple(attrs["offset_dims"])
+    return (
+        len(operand_dims(instr, 1)) == 2
+        and attrs["index_vector_dim"] == 1
+        and not attrs.get("collapsed_slice_dims", ())
+        and not attrs.get("operand_batching_dims", ())
+        and tuple(attrs["start_index_map"]) == tuple(range(len(attrs["start_index_map"])))
+        and offset_dims == tuple(range(1, len(offset_dims) + 1))
+    )
+
+
+def _gather(instr: object, output_id: int) -> Indexing:
+    """Only the canonical form of gather_simplifier: indices `[N, k]`, offsets in dims 1.."""
+    if not _is_simplified_gather(instr):
+        return unknown(2)
+    attrs = instr.attrs
+    operand, indices, out = operand_dims(instr, 0), operand_dims(instr, 1), output_dims(instr)
+    rank = len(out)
+    indices_map = IndexingMap(
+        A.affine_map(rank, 1, [A.dim(0), A.sym(0)]), dim_vars_from_sizes(out), [Variable(Interval(0, indices[1] - 1))]
+    )
+    start_index_map = list(attrs["start_index_map"])
+    exprs, rt_vars = [], []
+    for operand_dim, size in enumerate(attrs["slice_sizes"]):
+        expr = A.dim(attrs["offset_dims"][operand_dim])
+        if operand_dim in start_index_map:
+            access = IndexingMap.from_tensor_sizes(
+                A.affine_map(rank, 0, [A.dim(0), A.const(start_index_map.index(operand_dim))]), out
+            )
+            expr = expr + A.sym(len(rt_vars))
+            rt_vars.append(RuntimeVariable(Interval(0, operand[operand_dim] - size), instr.operands[1], access))
+        exprs.append(expr)
+    return single(with_runtime_variables(out, exprs, rt_vars), indices_map)
+
+
+def _pad(instr: object, output_id: int) -> Indexing:
+    out = output_dims(instr)
+    return single(S.pad_map(out, instr.attrs["padding"]), scalar_map(out))
+
+
+def _reduce(instr: object, output_id: int) -> Indexing:
+    out = output_dims(instr, output_id)
+    inputs = len(instr.operands) // 2
+    reduced = set(instr.attrs["dimensions"])
+    exprs, sizes, next_dim = [], [], 0
+    for i, size in enumerate(operand_dims(instr, 0)):
+        if i in reduced:
+            exprs.append(A.sym(len(sizes)))
+            sizes.append(size)
+        else:
+            exprs.append(A.dim(next_dim))
+            next_dim += 1
+    input_map = IndexingMap.from_tensor_sizes(A.affine_map(len(out), len(sizes), exprs), out, sizes)
+    return single(*[input_map] * inputs, *[scalar_map(out)] * inputs)
+
+
+def _reduce_window(instr: object, output_id: int) -> Indexing:
+    out = output_dims(instr, output_id)
+    inputs = len(instr.operands) // 2
+    input_map = S.window_map(operand_dims(instr, 0), out, instr.attrs["window"])
+    return single(*[input_map] * inputs, *[scalar_map(out)] * inputs)
+
+
+def _reverse(instr: object, output_id: int) -> Indexing:
+    out = output_dims(instr)
+    reversed_dims = set(instr.attrs["dimensions"])
+    exprs = [A.dim(d) * -1 + (n - 1) if d in reversed_dims else A.dim(d) for d, n in enumerate(out)]
+    return single(IndexingMap.from_tensor_sizes(A.affine_map(len(out), 0, exprs), out))
+
+
+def _slice(instr: object, output_id: int) -> Indexing:
+    out = output_dims(instr)
+    exprs = [A.dim(d) * stride + start for d, (start, _, stride) in enumerate(instr.attrs["slice"])]
+    return single(IndexingMap.from_tensor_sizes(A.affine_map(len(out), 0, exprs), out))
+
+
+def permutation_map(permutation: Sequence[int], sizes: Sequence[int]) -> IndexingMap:
+    """`(d...) -> (d[permutation[0]], ...)` over a domain of `sizes`."""
+    return IndexingMap.from_tensor_sizes(A.affine_map(len(permutation), 0, [A.dim(p) for p in permutation]), sizes)
+
+
+def inverse_permutation(permutation: Sequence[int]) -> list[int]:
+    inverse = [0] * len(permutation)
+    for i, p in enumerate(permutation):
+        inverse[p] = i
+    return inverse
+
+
+def _transpose(instr: object, output_id: int) -> Indexing:
+    return single(permutation_map(inverse_permutation(instr.attrs["dimensions"]), output_dims(instr)))
+
+
+def _get_tuple_element(instr: object, output_id: int) -> Indexing:
+    tuple_type = instr.operand_types[0]
+    element = tuple_type.elements[instr.attrs["index"]] if isinstance(tuple_type, TupleType) else None
+    if element != instr.result_type:
+        return unknown(1)
+    return single(IndexingMap.identity(output_dims(instr)))
+
+
+def _no_operands(instr: object, output_id: int) -> Indexing:
+    return []
+
+
+def _fusion(instr: object, output_id: int) -> Indexing:
+    from hlo_mlir.analysis.fusion import fusion_output_to_input
+
+    return fusion_output_to_input(instr, output_id)
+
+
+def _bitcast(instr: object, output_id: int) -> Indexing:
+    m = S.bitcast_map(instr.result_type, getattr(instr, "layout", None), instr.operand_types[0],
+                      getattr(instr.operands[0], "layout", None))
+    return single(m)
+
+
+def _reshape(instr: object, output_id: int) -> Indexing:
+    return single(S.reshape_map(operand_dims(instr, 0), output_dims(instr)))
+
+
+def _convolution(instr: object, output_id: int) -> Indexing:
+    return single(*S.convolution_maps(instr))
+
+
+OUTPUT_TO_INPUT: dict[str, Callable[[object, int], Indexing]] = {
+    **{op: _elementwise for op in ELEMENTWISE},
+    "bitcast-convert": _bitcast_convert,
+    "bitcast": _bitcast,
+    "broadcast": _broadcast,
+    "concatenate": _concatenate,
+    "constant": _no_operands,
+    "convolution": _convolution,
+    "dot": _dot,
+    "dynamic-slice": _dynamic_slice,
+    "dynamic-update-slice": _dynamic_update_slice,
+    "fusion": _fusion,
+    "gather": _gather,
+    "get-tuple-element": _get_tuple_element,
+    "iota": _no_operands,
+    "pad": _pad,
+    "parameter": _no_operands,
+    "reduce": _reduce,
+    "reduce-window": _reduce_window,
+    "reshape": _reshape,
+    "reverse": _reverse,
+    "slice": _slice,
+    "transpose": _transpose,
+}
+
+
+def compute_output_to_input_indexing(instr: object, output_id: int = 0) -> Indexing:
+    """For each operand, the set of maps from an index of output `output_id` to the elements read."""
+    rule = OUTPUT_TO_INPUT.get(instr.opcode)
+    return rule(instr, output_id) if rule else unknown(len(instr.operands))
+
+
+# --- input to output --------------------------------------------------------------------------------
+
+
+def _num_results(instr: object) -> int:
+    t = instr.result_type
+    return len(t.elements) if isinstance(t, TupleType) else 1
+
+
+def _all_outputs(out: Sequence[int]) -> IndexingMap:
+    """`()[s0, ...] -> (s0, ...)`: a scalar operand feeds every output element."""
+    return IndexingMap.from_tensor_sizes(A.affine_map(0, len(out), [A.sym(i) for i in range(len(out))]), (), out)
+
+
+def _elementwise_in(instr: object, input_id: int) -> Indexing:
+    out = output_dims(instr)
+    if not operand_dims(instr, input_id) and out:
+        # A broadcast scalar operand feeds every output element.
+        return single(_all_outputs(out))
+    return single(IndexingMap.identity(out))
+
+
+def _bitcast_convert_in(instr: object, input_id: int) -> Indexing:
+    return unknown(1) if operand_dims(instr, 0) != output_dims(instr) else _elementwise_in(instr, input_id)
+
+
+def _bitcast_in(instr: object, input_id: int) -> Indexing:
+    m = S.bitcast_map(instr.operand_types[0], getattr(instr.operands[0], "layout", None), instr.result_type,
+                      getattr(instr, "layout", None))
+    return single(m)
+
+
+def _broadcast_in(instr: object, input_id: int) -> Indexing:
+    src, out = operand_dims(instr, 0), output_dims(instr)
+    source_of = {o: i for i, o in enumerate(instr.attrs["dimensions"])}
+    exprs, added = [], []
+    for o, size in enumerate(out):
+        if o in source_of:
+            exprs.append(A.dim(source_of[o]))
+        else:
+            exprs.append(A.sym(len(added)))
+            added.append(size)
+    return single(IndexingMap.from_tensor_sizes(A.affine_map(len(src), len(added), exprs), src, added))
+
+
+def _concatenate_in(instr: object, input_id: int) -> Indexing:
+    axis = instr.attrs["dimensions"][0]
+    offset = sum(operand_dims(instr, i)[axis] for i in range(input_id))
+    src = operand_dims(instr, input_id)
+    exprs = [A.dim(d) + offset if d == axis else A.dim(d) for d in range(len(src))]
+    return single(IndexingMap.from_tensor_sizes(A.affine_map(len(src), 0, exprs), src))
+
+
+def _dot_in(instr: object, input_id: int) -> Indexing:
+    """The document's dot rule (XLA has none): the other operand's free dims become range variables."""
+    attrs, out = instr.attrs, output_dims(instr)
+    src = operand_dims(instr, input_id)
+    side, other = ("lhs", "rhs") if input_id == 0 else ("rhs", "lhs")
+    batch, contract = attrs.get(f"{side}_batch_dims", ()), attrs.get(f"{side}_contracting_dims", ())
+    other_dims = operand_dims(instr, 1 - input_id)
+    other_free = [
+        n for i, n in enumerate(other_dims)
+        if i not in attrs.get(f"{other}_batch_dims", ()) and i not in attrs.get(f"{other}_contracting_dims", ())
+    ]
+    own_free = [A.dim(i) for i in range(len(src)) if i not in batch and i not in contract]
+    other_exprs = [A.sym(i) for i in range(len(other_free))]
+    free = own_free + other_exprs if input_id == 0 else other_exprs + own_free
+    exprs = [A.dim(b) for b in batch] + free
+    assert len(exprs) == len(out)
+    return single(IndexingMap.from_tensor_sizes(A.affine_map(len(src), len(other_free), exprs), src, other_free))
+
+
+def _reduce_in(instr: object, input_id: int) -> Indexing:
+    out = output_dims(instr, 0)
+    inputs = len(instr.operands) // 2
+    if input_id >= inputs:
+        return single(*[_all_outputs(out)] * inputs)
+    src = operand_dims(instr, input_id)
+    reduced = set(instr.attrs["dimensions"])
+    exprs = [A.dim(i) for i in range(len(src)) if i not in reduced]
+    return single(*[IndexingMap.from_tensor_sizes(A.affine_map(len(src), 0, exprs), src)] * inputs)
+
+
+def _reshape_in(instr: object, input_id: int) -> Indexing:
+    return single(S.reshape_map(output_dims(instr), operand_dims(instr, 0)))
+
+
+def _slice_in(instr: object, input_id: int) -> Indexing:
+    src = operand_dims(instr, 0)
+    out = output_dims(instr)
+    exprs = [A.floordiv(A.dim(d) - start, stride) for d, (start, _, stride) in enumerate(instr.attrs["slice"])]
+    m = IndexingMap.from_tensor_sizes(A.affine_map(len(src), 0, exprs), src)
+    for d, (start, _, stride) in enumerate(instr.attrs["slice"]):
+        m.add_constraint(A.dim(d), Interval(start, (out[d] - 1) * stride + start))
+        m.add_constraint((A.dim(d) - start) % stride, Interval(0, 0))
+    return single(m)
+
+
+def _transpose_in(instr: object, input_id: int) -> Indexing:
+    return single(permutation_map(instr.attrs["dimensions"], operand_dims(instr, 0)))
+
+
+def _tuple_in(instr: object, input_id: int) -> Indexing:
+    return single(IndexingMap.identity(dims_of(instr.result_type.elements[input_id])))
+
+
+INPUT_TO_OUTPUT: dict[str, Callable[[object, int], Indexing]] = {
+    **{op: _elementwise_in for op in ELEMENTWISE},
+    "bitcast-convert": _bitcast_convert_in,
+    "bitcast": _bitcast_in,
+    "broadcast": _broadcast_in,
+    "concatenate": _concatenate_in,
+    "dot": _dot_in,
+    "reduce": _reduce_in,
+    "reshape": _reshape_in,
+    "reverse": lambda instr, input_id: _reverse(instr, 0),
+    "slice": _slice_in,
+    "transpose": _transpose_in,
+    "tuple": _tuple_in,
+}
+
+
+def compute_input_to_output_indexing(instr: object, input_id: int = 0) -> Indexing:
+    """For each result, the set of maps from an index of operand `input_id` to the elements it feeds."""
+    rule = INPUT_TO_OUTPUT.get(instr.opcode)
+    return rule(instr, input_id) if rule else unknown(_num_results(instr))
