@@ -35,9 +35,15 @@ def _int(tok: Value, what: str) -> int:
     return int(tok.text)
 
 
+def _got(v: Value) -> str:
+    """How a value reads in a message: its text, shortened to one line."""
+    text = v.text.split("\n", 1)[0]
+    return f"'{text[:40]}...'" if len(text) > 40 or text != v.text else f"'{text}'"
+
+
 def _brace(v: Value, what: str) -> Value:
     if v.kind != "brace":
-        raise AttrError(f"expected {what}", v)
+        raise AttrError(f"expected {what}, got {_got(v)}", v)
     return v
 
 

@@ -21,7 +21,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--print", action="store_true", help="print results as XLA literals")
     p.add_argument("--backend", choices=("interpreter",), default="interpreter")
     p.add_argument("--replicas", type=int, default=1, help="run N replicas in one process")
+    p.add_argument("--infeed", metavar="FILE.npz",
+                   help="values for infeed instructions, in order (keys in0, in1, ...; in0.0, in0.1, ... for "
+                        "a tuple); every replica reads its own copy")
+    p.add_argument("--outfeed", metavar="FILE.npz",
+                   help="write what outfeed instructions sent (keys out0, out1, ...; FILE.<r>.npz per replica)")
     return p
+
+
+def _replica_path(path: str, r: int) -> str:
+    """OUT.npz -> OUT.<r>.npz"""
+    return f"{path[:-4]}.{r}.npz" if path.endswith(".npz") else f"{path}.{r}.npz"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,7 +47,15 @@ def main(argv: list[str] | None = None) -> int:
             inputs = io.random_inputs(types, args.seed)
         else:
             raise io.HloError(f"the entry computation takes {len(types)} argument(s): give --inputs or --random-inputs")
-        results = module.run(*inputs, backend=args.backend, replicas=args.replicas)
+        infeed = io.load_infeed(args.infeed) if args.infeed else ()
+        outfeed: list = []
+        try:
+            results = module.run(*inputs, backend=args.backend, replicas=args.replicas, infeed=infeed,
+                                 outfeed=outfeed)
+        finally:
+            if args.outfeed:  # also after a failure: what was sent before it
+                for r, sent in enumerate([outfeed] if args.replicas == 1 else outfeed):
+                    io.save_outfeed(args.outfeed if args.replicas == 1 else _replica_path(args.outfeed, r), sent)
         per_replica = results if args.replicas > 1 else [results]
         result_type = io.entry_result_type(module)
         for r, values in enumerate(per_replica):

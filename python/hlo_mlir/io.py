@@ -107,3 +107,60 @@ def unflatten(values: Sequence[Any], t: HloType) -> Any:
 
 
 __all__ = ["HloError", "flatten"]
+
+
+# -- infeed / outfeed files (hlo-run --infeed / --outfeed) -----------------------------------------
+def load_infeed(path: str) -> list[Any]:
+    """The infeed queue stored in an .npz: entry i under key `in<i>`, or for a tuple-shaped entry
+    its elements under `in<i>.0`, `in<i>.1`, ... (nested tuples: `in<i>.0.1`)."""
+    import re
+
+    try:
+        with np.load(path) as data:
+            arrays = {k: data[k] for k in data.files}
+    except OSError as e:
+        raise HloError(f"cannot read '{path}': {e.strerror or e}") from None
+    except ValueError as e:
+        raise HloError(f"{path}: not an .npz file ({e})") from None
+    entries: dict[int, list[tuple[tuple[int, ...], Any]]] = {}
+    for key, value in arrays.items():
+        m = re.fullmatch(r"in(\d+)((?:\.\d+)*)", key)
+        if m is None:
+            raise HloError(f"{path}: unexpected key '{key}' (keys must be in0, in1, ...; in0.0, in0.1, ... "
+                           "for the elements of a tuple)")
+        where = tuple(int(x) for x in m.group(2).split(".")[1:])
+        entries.setdefault(int(m.group(1)), []).append((where, value))
+    missing = [f"in{i}" for i in range(len(entries)) if i not in entries]
+    if missing:
+        raise HloError(f"{path}: missing infeed entr{'y' if len(missing) == 1 else 'ies'} {', '.join(missing)}")
+    return [_nest(path, f"in{i}", entries[i]) for i in range(len(entries))]
+
+
+def _nest(path: str, name: str, parts: list[tuple[tuple[int, ...], Any]]) -> Any:
+    if len(parts) == 1 and parts[0][0] == ():
+        return parts[0][1]
+    if any(where == () for where, _ in parts):
+        raise HloError(f"{path}: '{name}' is given both as an array and as tuple elements")
+    children: dict[int, list[tuple[tuple[int, ...], Any]]] = {}
+    for where, value in parts:
+        children.setdefault(where[0], []).append((where[1:], value))
+    if sorted(children) != list(range(len(children))):
+        raise HloError(f"{path}: the elements of tuple '{name}' must be numbered {name}.0, {name}.1, ...")
+    return tuple(_nest(path, f"{name}.{j}", children[j]) for j in range(len(children)))
+
+
+def save_outfeed(path: str, values: Sequence[Any]) -> None:
+    """Write outfeed values to an .npz: value i under `out<i>`; a tuple's elements under
+    `out<i>.0`, `out<i>.1`, ... (tokens and empty tuples are not stored)."""
+    arrays: dict[str, np.ndarray] = {}
+
+    def put(name: str, value: Any) -> None:
+        if isinstance(value, tuple):
+            for j, v in enumerate(value):
+                put(f"{name}.{j}", v)
+        elif isinstance(value, np.ndarray) or np.isscalar(value):
+            arrays[name] = np.asarray(value)
+
+    for i, v in enumerate(values):
+        put(f"out{i}", v)
+    np.savez(path, **arrays)

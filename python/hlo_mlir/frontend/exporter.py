@@ -12,7 +12,8 @@ from mlir import ir
 
 from hlo_mlir.dialects import BY_OP_NAME, from_mlir_type
 from hlo_mlir.dialects.attributes import kind_of
-from hlo_mlir.frontend.ir_gen import ELIDED, MODULE_ATTRS, MODULE_NAME, NAME, SHAPE, STACK_FRAMES
+from hlo_mlir.frontend import opviews  # noqa: F401  (op wrapping without failed imports)
+from hlo_mlir.frontend.ir_gen import ELIDED, MODULE_ATTRS, MODULE_NAME, NAME, POSITION, SHAPE, STACK_FRAMES
 from hlo_mlir.frontend.literals import attr_to_array, format_literal
 from hlo_mlir.frontend.shapes import strip_layouts
 from hlo_mlir.types import ArrayType, HloType, TupleType
@@ -108,6 +109,7 @@ def _computation(fn: ir.Operation, names: _Names) -> list[str]:
     value_shapes: dict[ir.Value, str] = {}
     lines: list[str] = []
     params = []
+    positions: list[tuple[int, int]] = []  # (written position, line index) of placed parameters
     ret = block.operations[len(block.operations) - 1]
     root = ret.operands[0] if len(ret.operands) == 1 else None
     for i, arg in enumerate(block.arguments):
@@ -119,6 +121,8 @@ def _computation(fn: ir.Operation, names: _Names) -> list[str]:
         params.append(f"{pname}: {shape}")
         extra = _attr_text(attr_items(ir.DictAttr(d[MODULE_ATTRS]))) if d is not None and MODULE_ATTRS in d else ""
         prefix = "ROOT " if root == arg else ""
+        if d is not None and POSITION in d:
+            positions.append((ir.IntegerAttr(d[POSITION]).value, len(lines)))
         lines.append(f"  {prefix}%{pname} = {shape} parameter({i}){extra}")
     for op in block.operations:
         if op.operation.name == "func.return":
@@ -141,9 +145,27 @@ def _computation(fn: ir.Operation, names: _Names) -> list[str]:
             args = ", ".join(f"{value_shapes[v]} %{value_names[v]}" for v in op.operands)
         prefix = "ROOT " if root == result else ""
         lines.append(f"  {prefix}%{iname} = {shape} {info.opcode}({args}){_attr_text(_hlo_attrs(oattrs))}")
+    if positions:
+        lines = _place_parameters(lines, len(block.arguments), sorted(positions))
     result_shape = value_shapes[root] if root is not None else "()"
     head = f"{'ENTRY ' if is_entry else ''}%{fname} ({', '.join(params)}) -> {result_shape} {{"
     tail = "}"
     if MODULE_ATTRS in attrs:
         tail += _attr_text(attr_items(ir.DictAttr(attrs[MODULE_ATTRS])))
     return [head, *lines, tail]
+
+
+def _place_parameters(lines: list[str], num_params: int, positions: list[tuple[int, int]]) -> list[str]:
+    """Move parameter lines back to where they were written (scheduled modules keep parameters
+    where the schedule put them).  A parameter written at index p after k other parameters follows
+    the first p - k other instructions."""
+    params, ops = lines[:num_params], lines[num_params:]
+    placed = {line for _, line in positions}
+    out = [params[i] for i in range(num_params) if i not in placed]  # unplaced ones (new parameters) lead
+    taken = 0
+    for k, (p, line) in enumerate(positions):
+        before = min(max(p - k, taken), len(ops))
+        out += ops[taken:before]
+        taken = before
+        out.append(params[line])
+    return out + ops[taken:]

@@ -4,7 +4,10 @@ Each HLO computation becomes a `func.func` symbol whose arguments are its parame
 by `parameter(N)`) and whose `func.return` yields the ROOT.  Each instruction becomes one op
 named after its opcode, carrying its instruction name (`hlo.name`), its shape text when that
 has a layout or bounds (`hlo.shape`), its attributes under their HLO names, and a file:line:col
-location.  All checks that need only the text (names, arity, attribute syntax, literals,
+location.  A parameter keeps its name, shape text, attributes and location on its block argument,
+and, when the parameters are not the leading instructions in number order (scheduled modules
+keep them where the schedule put them), its index among the computation's instructions
+(`hlo.position`).  All checks that need only the text (names, arity, attribute syntax, literals,
 shapes) happen here and raise HloError at the offending token.
 """
 
@@ -19,6 +22,7 @@ from mlir.dialects import func
 from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.dialects import OPCODES, to_mlir_type
 from hlo_mlir.dialects.attributes import COMP, COMPS, AttrError, kind_of
+from hlo_mlir.frontend import opviews  # noqa: F401  (op wrapping without failed imports)
 from hlo_mlir.frontend import syntax as s
 from hlo_mlir.frontend.literals import LiteralError, array_to_attr, literal_to_array
 from hlo_mlir.frontend.shapes import ShapeError, has_layout_or_bounds, parse_array_shape
@@ -30,12 +34,16 @@ NAME = "hlo.name"
 SHAPE = "hlo.shape"
 ELIDED = "hlo.elided"
 STACK_FRAMES = "hlo.stack_frames"
+POSITION = "hlo.position"  # a parameter's index among its computation's instructions
 
 
 class _Gen:
     def __init__(self, text: str, filename: str) -> None:
         self.text = text
         self.filename = filename
+        self.array_shapes: dict[str, tuple[HloType, str]] = {}
+        self.mlir_types: dict[HloType, ir.Type] = {}
+        self.computations: dict[str, s.Computation] = {}
 
     # -- diagnostics -------------------------------------------------------------------------
     def error(self, message: str, pos: s.Pos | None) -> HloError:
@@ -47,15 +55,25 @@ class _Gen:
 
     # -- shapes ------------------------------------------------------------------------------
     def shape(self, node: s.Shape) -> tuple[HloType, str]:
-        """The type and the exact shape text (with layouts) of a shape node."""
+        """The type and the exact shape text (with layouts, without blanks) of a shape node."""
         if node.kind == "array":
-            try:
-                t, _ = parse_array_shape(node.text)
-            except ShapeError as e:
-                raise self.error(str(e), node.pos) from None
-            return t, node.text
+            hit = self.array_shapes.get(node.text)
+            if hit is None:
+                try:
+                    t, _ = parse_array_shape(node.text)
+                except ShapeError as e:
+                    raise self.error(str(e), _offset_pos(node, e.offset)) from None
+                text = "".join(node.text.split()) if " " in node.text else node.text
+                hit = self.array_shapes[node.text] = (t, text)
+            return hit
         parts = [self.shape(e) for e in node.elements]
         return TupleType(tuple(t for t, _ in parts)), "(" + ", ".join(x for _, x in parts) + ")"
+
+    def mlir_type(self, t: HloType) -> ir.Type:
+        mt = self.mlir_types.get(t)
+        if mt is None:
+            mt = self.mlir_types[t] = to_mlir_type(t)
+        return mt
 
     # -- attributes --------------------------------------------------------------------------
     def attributes(self, attrs: Sequence[s.Attribute]) -> dict[str, ir.Attribute]:
@@ -68,6 +86,8 @@ class _Gen:
                 out[a.name] = kind.encode(a.value, a.raw)
             except AttrError as e:
                 raise self.error(f"attribute '{a.name}': {e}", e.value.pos) from None
+            except (ValueError, OverflowError, TypeError) as e:  # e.g. an integer out of int64 range
+                raise self.error(f"attribute '{a.name}': malformed value ({e})", a.value.pos) from None
         return out
 
     # -- module ------------------------------------------------------------------------------
@@ -76,11 +96,14 @@ class _Gen:
         seen: dict[str, s.Computation] = {}
         for c in comps:
             if c.name in seen:
-                raise self.error(f"duplicate computation name '{c.name}'", c.pos)
+                first = seen[c.name].pos
+                raise self.error(f"duplicate computation name '{c.name}' (first defined at line {first.line})", c.pos)
             seen[c.name] = c
         entries = [c for c in comps if c.is_entry]
         if len(entries) > 1:
-            raise self.error("more than one ENTRY computation", entries[1].pos)
+            raise self.error(
+                f"more than one ENTRY computation ('{entries[0].name}' and '{entries[1].name}')", entries[1].pos
+            )
         entry = entries[0] if entries else comps[-1]
         module = ir.Module.create(self.loc(tree.pos) if tree.pos else ir.Location.unknown())
         mattrs = module.operation.attributes
@@ -97,19 +120,35 @@ class _Gen:
         return module
 
     def computation(self, comp: s.Computation, is_entry: bool) -> None:
+        if not comp.instructions:
+            raise self.error(f"computation '{comp.name}' has no instructions", comp.pos)
         params: dict[int, s.Instruction] = {}
+        names: dict[str, s.Instruction] = {}
         for ins in comp.instructions:
+            if ins.name in names:
+                raise self.error(
+                    f"duplicate instruction name '{ins.name}' in computation '{comp.name}' "
+                    f"(first defined at line {names[ins.name].pos.line})",
+                    ins.pos,
+                )
+            names[ins.name] = ins
             if ins.opcode == "parameter":
                 number = self.parameter_number(ins)
                 if number in params:
-                    raise self.error(f"duplicate parameter number {number} in computation '{comp.name}'", ins.pos)
+                    raise self.error(
+                        f"duplicate parameter number {number} in computation '{comp.name}' "
+                        f"(first used at line {params[number].pos.line})",
+                        ins.operands[0].pos,
+                    )
                 params[number] = ins
         for i in range(len(params)):
             if i not in params:
-                missing_at = max(params.items())[1].pos
-                raise self.error(f"computation '{comp.name}' has no parameter({i}) but has parameter({len(params) - 1})", missing_at)
-        if not comp.instructions:
-            raise self.error(f"computation '{comp.name}' has no instructions", comp.pos)
+                last = max(params)
+                raise self.error(
+                    f"computation '{comp.name}' has parameter({last}) but no parameter({i}): "
+                    "parameters must be numbered 0..n-1",
+                    params[last].operands[0].pos,
+                )
         ordered = [params[i] for i in range(len(params))]
         param_types = [self.shape(p.shape) for p in ordered]
         roots = [i for i in comp.instructions if i.is_root]
@@ -117,8 +156,13 @@ class _Gen:
             raise self.error(f"computation '{comp.name}' has more than one ROOT", roots[1].pos)
         root = roots[0] if roots else comp.instructions[-1]
         root_type, _ = self.shape(root.shape)
-        ftype = ir.FunctionType.get([to_mlir_type(t) for t, _ in param_types], [to_mlir_type(root_type)])
+        if comp.params is not None:
+            self.check_signature(comp, ordered, param_types, root_type)
+        ftype = ir.FunctionType.get([self.mlir_type(t) for t, _ in param_types], [self.mlir_type(root_type)])
         fn = func.FuncOp(comp.name, ftype, visibility=None if is_entry else "private", loc=self.loc(comp.pos))
+        # Parameters not leading in number order: remember where each one was written.
+        leading = all(comp.instructions[i] is p for i, p in enumerate(ordered))
+        index = {id(ins): i for i, ins in enumerate(comp.instructions)} if not leading else {}
         arg_attrs = []
         for p, (_, text) in zip(ordered, param_types):
             d: dict[str, ir.Attribute] = {NAME: ir.StringAttr.get(p.name)}
@@ -126,27 +170,54 @@ class _Gen:
                 d[SHAPE] = ir.StringAttr.get(text)
             if p.attributes:
                 d[MODULE_ATTRS] = ir.DictAttr.get(self.attributes(p.attributes))
+            if not leading:
+                d[POSITION] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), index[id(p)])
             arg_attrs.append(ir.DictAttr.get(d))
         if arg_attrs:
             fn.arg_attrs = ir.ArrayAttr.get(arg_attrs)
         if comp.attributes:
             fn.attributes[MODULE_ATTRS] = ir.DictAttr.get(self.attributes(comp.attributes))
-        block = fn.add_entry_block()
+        block = fn.add_entry_block(arg_locs=[self.loc(p.pos) for p in ordered])
         values: dict[str, ir.Value] = {p.name: block.arguments[i] for i, p in enumerate(ordered)}
-        for ins in comp.instructions:
-            if ins.name in values and ins.opcode != "parameter":
-                raise self.error(f"duplicate instruction name '{ins.name}'", ins.pos)
         with ir.InsertionPoint(block):
             for ins in self.topological(comp, values):
                 values[ins.name] = self.instruction(ins, values)
             func.ReturnOp([values[root.name]], loc=self.loc(root.pos))
 
+    def check_signature(
+        self, comp: s.Computation, ordered: list[s.Instruction], types: list[tuple[HloType, str]], root: HloType
+    ) -> None:
+        """XLA ignores a computation's written signature; a contradicting one is an error here."""
+        sig = comp.params or []
+        if len(sig) != len(ordered):
+            raise self.error(
+                f"computation '{comp.name}' declares {len(sig)} parameter(s) in its signature "
+                f"but has {len(ordered)} parameter instruction(s)",
+                comp.pos,
+            )
+        for i, (sp, (t, _)) in enumerate(zip(sig, types)):
+            written, _ = self.shape(sp.shape)
+            if str(written) != str(t):
+                raise self.error(
+                    f"signature of '{comp.name}' gives parameter {i} shape {written} but parameter({i}) "
+                    f"'{ordered[i].name}' has shape {t}",
+                    sp.shape.pos,
+                )
+        if comp.result_shape is not None:
+            written, _ = self.shape(comp.result_shape)
+            if str(written) != str(root):
+                raise self.error(
+                    f"signature of '{comp.name}' gives result shape {written} but its ROOT has shape {root}",
+                    comp.result_shape.pos,
+                )
+
     def parameter_number(self, ins: s.Instruction) -> int:
         if len(ins.operands) != 1 or ins.operands[0].literal is None or ins.operands[0].literal.kind != "number":
-            raise self.error("parameter expects its number, like parameter(0)", ins.opcode_pos)
+            at = ins.operands[0].pos if ins.operands else ins.opcode_pos
+            raise self.error("parameter expects its number, like parameter(0)", at)
         text = ins.operands[0].literal.text
         if not text.isdigit():
-            raise self.error(f"bad parameter number '{text}'", ins.operands[0].pos)
+            raise self.error(f"bad parameter number '{text}': expected 0, 1, 2, ...", ins.operands[0].pos)
         return int(text)
 
     def topological(self, comp: s.Computation, defined: dict[str, ir.Value]) -> list[s.Instruction]:
@@ -156,13 +227,15 @@ class _Gen:
         order: list[s.Instruction] = []
         state: dict[str, int] = {}
         for start in by_name.values():
+            if start.name in done:
+                continue
             stack = [(start, 0)]
             while stack:
                 ins, k = stack.pop()
                 if ins.name in done:
                     continue
                 state[ins.name] = 1
-                deps = [o for o in ins.operands if o.name is not None and ins.opcode != "constant"]
+                deps = [o for o in ins.operands if o.name is not None] if ins.opcode != "constant" else []
                 if k < len(deps):
                     stack.append((ins, k + 1))
                     dep = deps[k].name
@@ -171,7 +244,9 @@ class _Gen:
                     if dep not in by_name:
                         close = difflib.get_close_matches(dep, list(by_name) + list(defined), n=1)
                         hint = f"; did you mean '{close[0]}'?" if close else ""
-                        raise self.error(f"use of undefined instruction '{dep}'{hint}", deps[k].pos)
+                        raise self.error(
+                            f"use of undefined instruction '{dep}' in computation '{comp.name}'{hint}", deps[k].pos
+                        )
                     if state.get(dep) == 1:
                         raise self.error(f"instruction '{dep}' is part of a cycle", deps[k].pos)
                     stack.append((by_name[dep], 0))
@@ -188,16 +263,19 @@ class _Gen:
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise self.error(f"unknown opcode '{ins.opcode}'{hint}", ins.opcode_pos)
         result_type, shape_text = self.shape(ins.shape)
-        attrs = self.attributes(ins.attributes)
+        attrs = self.attributes(ins.attributes) if ins.attributes else {}
         for required in info.required_attributes:
             if required not in attrs:
-                raise self.error(f"{ins.opcode} '{ins.name}' is missing required attribute '{required}'", ins.opcode_pos)
-        for name, a in attrs.items():
-            if kind_of(name) is COMP:
-                self.check_computation(ir.FlatSymbolRefAttr(a).value, ins, name)
-            elif kind_of(name) is COMPS:
-                for ref in ir.ArrayAttr(a):
-                    self.check_computation(ir.FlatSymbolRefAttr(ref).value, ins, name)
+                raise self.error(
+                    f"{ins.opcode} '{ins.name}' is missing required attribute '{required}'", ins.opcode_pos
+                )
+        for a in ins.attributes:
+            kind = kind_of(a.name)
+            if kind is COMP:
+                self.check_computation(ir.FlatSymbolRefAttr(attrs[a.name]).value, a)
+            elif kind is COMPS:
+                for ref in ir.ArrayAttr(attrs[a.name]):
+                    self.check_computation(ir.FlatSymbolRefAttr(ref).value, a)
         attrs[NAME] = ir.StringAttr.get(ins.name)
         if has_layout_or_bounds(shape_text):
             attrs[SHAPE] = ir.StringAttr.get(shape_text)
@@ -211,7 +289,7 @@ class _Gen:
                 v = values[o.name]
                 if o.shape is not None:
                     written, _ = self.shape(o.shape)
-                    if to_mlir_type(written) != v.type:
+                    if self.mlir_type(written) != v.type:
                         raise self.error(
                             f"operand '{o.name}' is written with shape {written} but its shape is "
                             f"{_describe_type(v.type)}",
@@ -224,24 +302,25 @@ class _Gen:
                 )
         op = ir.Operation.create(
             info.op_name,
-            results=[to_mlir_type(result_type)],
+            results=[self.mlir_type(result_type)],
             operands=operands,
             attributes=attrs,
             loc=self.loc(ins.pos),
         )
         return op.result
 
-    def check_computation(self, name: str, ins: s.Instruction, attr: str) -> None:
+    def check_computation(self, name: str, attr: s.Attribute) -> None:
         if name not in self.computations:
             close = difflib.get_close_matches(name, list(self.computations), n=1)
             hint = f"; did you mean '%{close[0]}'?" if close else ""
-            pos = next(a.value.pos for a in ins.attributes if a.name == attr)
-            raise self.error(f"unknown computation '%{name}' in {attr}{hint}", pos)
+            raise self.error(f"unknown computation '%{name}' in {attr.name}{hint}", attr.value.pos)
 
     def constant(self, ins: s.Instruction, t: HloType, attrs: dict[str, ir.Attribute]) -> None:
         if len(ins.operands) != 1 or ins.operands[0].literal is None and ins.operands[0].name is None:
             raise self.error("constant expects one literal, like constant({1, 2})", ins.opcode_pos)
         o = ins.operands[0]
+        if o.shape is not None:
+            raise self.error("constant expects a literal, not an instruction", o.pos)
         lit = o.literal or s.Literal("name", o.pos, o.name or "")
         if lit.kind == "elided":
             attrs[ELIDED] = ir.UnitAttr.get()
@@ -253,12 +332,24 @@ class _Gen:
 
     def literal_attr(self, lit: s.Literal, t: HloType) -> ir.Attribute:
         if isinstance(t, TupleType):
-            if lit.kind != "paren" or len(lit.children) != len(t.elements):
-                raise LiteralError(f"literal does not match tuple shape {t}", lit)
+            if lit.kind != "paren":
+                raise LiteralError(f"literal does not match tuple shape {t}: expected (...)", lit)
+            if len(lit.children) != len(t.elements):
+                raise LiteralError(
+                    f"literal does not match tuple shape {t}: the shape has {len(t.elements)} element(s) "
+                    f"but the literal has {len(lit.children)}",
+                    lit,
+                )
             return ir.ArrayAttr.get([self.literal_attr(c, e) for c, e in zip(lit.children, t.elements)])
         if not isinstance(t, ArrayType):
             raise LiteralError(f"a constant cannot have shape {t}", lit)
         return array_to_attr(literal_to_array(lit, t), t)
+
+
+def _offset_pos(node: s.Shape, offset: int) -> s.Pos:
+    """Position of a character of an array shape's text (shape tokens are one line)."""
+    p = node.pos
+    return s.Pos(p.line, p.col + offset, p.start + offset, p.start + offset + 1)
 
 
 def _describe_type(t: ir.Type) -> str:

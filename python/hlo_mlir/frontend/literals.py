@@ -48,6 +48,12 @@ def _scalar(lit: Literal, et: ElementType) -> object:
         raise LiteralError(f"expected a number for {et.hlo}, got '{text}'", lit) from None
 
 
+def _in_range(row: list, et: ElementType) -> bool:  # type: ignore[type-arg]
+    lo = -(1 << (et.bits - 1)) if et.is_signed_int else 0
+    hi = (1 << (et.bits - 1)) - 1 if et.is_signed_int else (1 << et.bits) - 1
+    return not row or (lo <= min(row) and max(row) <= hi)
+
+
 _F64 = ElementType("f64", "f64", np.dtype(np.float64), 64)
 
 
@@ -55,10 +61,29 @@ def literal_to_array(lit: Literal, t: ArrayType) -> np.ndarray:
     """Check the literal's nesting against the shape and build the array (row-major)."""
     flat: list[object] = []
 
+    et = t.element
+    fast = float if et.is_float else int if et.is_integer else None
+
     def walk(node: Literal, depth: int) -> None:
         if depth == t.rank:
-            flat.append(_scalar(node, t.element))
+            if node.kind == "brace":
+                raise LiteralError(
+                    f"literal does not match shape {t}: expected a scalar at nesting depth {depth}, got {{...}}", node
+                )
+            flat.append(_scalar(node, et))
             return
+        if node.flat is not None and depth == t.rank - 1 and fast is not None:
+            # Fast path for an innermost row the lexer took as one token: convert the item
+            # texts directly; anything unusual falls through to the checked per-item path.
+            items = node.flat_items()
+            if len(items) == t.dims[depth]:
+                try:
+                    row = [fast(x) for x in items]
+                except ValueError:
+                    row = None
+                if row is not None and (fast is float or _in_range(row, et)):
+                    flat.extend(row)
+                    return
         if node.kind != "brace":
             raise LiteralError(f"literal does not match shape {t}: expected {{...}} at nesting depth {depth}", node)
         if len(node.children) != t.dims[depth]:

@@ -1,11 +1,18 @@
-"""HLO text -> syntax tree, with Lark (LALR, contextual lexer) and exact error positions."""
+"""HLO text -> syntax tree, with Lark (LALR, contextual lexer) and exact error positions.
+
+The syntax nodes are built by an inline transformer while the LALR parser reduces (no Lark
+parse tree, no second pass); positions come from the tokens, which is why the grammar keeps
+the punctuation of bracketed rules (`!rule`).
+"""
 
 from __future__ import annotations
 
+import re
+import threading
 from functools import lru_cache
 from pathlib import Path
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
@@ -14,27 +21,41 @@ from hlo_mlir.frontend import syntax as s
 GRAMMAR = Path(__file__).with_name("hlo.lark")
 
 
-def _pos(meta: object) -> s.Pos:
-    return s.Pos(meta.line, meta.column, meta.start_pos, meta.end_pos)  # type: ignore[attr-defined]
-
-
 def _tpos(tok: Token) -> s.Pos:
     return s.Pos(tok.line, tok.column, tok.start_pos, tok.end_pos)  # type: ignore[arg-type]
 
 
-def _name(tok: Token) -> str:
-    return str(tok)[1:] if tok.startswith("%") else str(tok)
+def _span(first: Token, last: Token) -> s.Pos:
+    return s.Pos(first.line, first.column, first.start_pos, last.end_pos)  # type: ignore[arg-type]
+
+
+def _name(tok: str) -> str:
+    return tok[1:] if tok[:1] == "%" else str(tok)
+
+
+class _SyntaxError(Exception):
+    """Raised from inside a callback (the parser does not wrap callback exceptions)."""
+
+    def __init__(self, message: str, pos: s.Pos) -> None:
+        super().__init__(message)
+        self.message = message
+        self.pos = pos
+
+
+_SEP_KIND = {",": "comma", "=": "eq", ":": "colon"}
 
 
 class _Build(Transformer):
-    """Runs inside the LALR parser (one pass), turning rules into syntax nodes."""
+    """Runs inside the LALR parser (one pass), turning rules into syntax nodes.
 
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
+    `text` is the source being parsed; `parse` sets it under a lock (the Lark instance, and so
+    this transformer, is shared).
+    """
 
-    @v_args(meta=True)
-    def module(self, meta, children):  # type: ignore[no-untyped-def]
+    text = ""
+
+    # -- module structure ----------------------------------------------------------------------
+    def module(self, children):  # type: ignore[no-untyped-def]
         name, attrs = None, []
         if children and isinstance(children[0], tuple):
             name, attrs = children[0]
@@ -42,18 +63,22 @@ class _Build(Transformer):
         sections = [c for c in children if isinstance(c, s.Pos)]
         stack_frames = self.text[sections[0].start : sections[-1].end] if sections else None
         comps = [c for c in children if isinstance(c, s.Computation)]
-        return s.Module(name, attrs, comps, _pos(meta), stack_frames)
+        return s.Module(name, attrs, comps, s.Pos(1, 1, 0, len(self.text)), stack_frames)
 
-    @v_args(meta=True)
-    def stack_section(self, meta, children):  # type: ignore[no-untyped-def]
-        return _pos(meta)
+    def stack_section(self, children):  # type: ignore[no-untyped-def]
+        first, last = children[0], children[-1]
+        end = last.end if isinstance(last, s.Pos) else last.end_pos
+        return s.Pos(first.line, first.column, first.start_pos, end)
+
+    def stack_brace(self, children):  # type: ignore[no-untyped-def]
+        return _span(children[0], children[-1])
 
     def header(self, children):  # type: ignore[no-untyped-def]
-        return (_name(children[0]), list(children[1:]))
+        return (_name(children[0]), children[1:])
 
-    @v_args(meta=True)
-    def computation(self, meta, children):  # type: ignore[no-untyped-def]
-        is_entry = isinstance(children[0], Token) and children[0].type == "ENTRY"
+    def computation(self, children):  # type: ignore[no-untyped-def]
+        first = children[0]
+        is_entry = first.type == "ENTRY"
         if is_entry:
             children = children[1:]
         name = _name(children[0])
@@ -62,95 +87,115 @@ class _Build(Transformer):
         if rest and isinstance(rest[0], tuple):
             params, result = rest[0]
             rest = rest[1:]
-        instrs = [c for c in rest if isinstance(c, s.Instruction)]
-        attrs = [c for c in rest if isinstance(c, s.Attribute)]
-        return s.Computation(name, is_entry, params, result, instrs, attrs, _pos(meta))
+        instrs = [c for c in rest if type(c) is s.Instruction]
+        attrs = [c for c in rest if type(c) is s.Attribute]
+        return s.Computation(name, is_entry, params, result, instrs, attrs, _tpos(first))
 
     def signature(self, children):  # type: ignore[no-untyped-def]
         *params, result = [c for c in children if c is not None]
         return (params, result)
 
-    @v_args(meta=True)
-    def param(self, meta, children):  # type: ignore[no-untyped-def]
-        return s.Param(_name(children[0]), children[1], _pos(meta))
+    def param(self, children):  # type: ignore[no-untyped-def]
+        tok = children[0]
+        return s.Param(_name(tok), children[1], _tpos(tok))
 
-    @v_args(meta=True)
-    def instruction(self, meta, children):  # type: ignore[no-untyped-def]
-        is_root = isinstance(children[0], Token) and children[0].type == "ROOT"
+    def instruction(self, children):  # type: ignore[no-untyped-def]
+        first = children[0]
+        is_root = first.type == "ROOT"
         if is_root:
             children = children[1:]
         name, shape, opcode = children[0], children[1], children[2]
-        operands = [c for c in children[3:] if isinstance(c, s.Operand)]
-        attrs = [c for c in children[3:] if isinstance(c, s.Attribute)]
-        return s.Instruction(_name(name), is_root, shape, str(opcode), _tpos(opcode), operands, attrs, _pos(meta))
+        operands = []
+        attrs = []
+        for c in children[3:]:
+            t = type(c)
+            if t is s.Operand:
+                operands.append(c)
+            elif t is s.Attribute:
+                attrs.append(c)
+        return s.Instruction(_name(name), is_root, shape, str(opcode), _tpos(opcode), operands, attrs, _tpos(first))
 
-    @v_args(meta=True)
-    def typed_operand(self, meta, children):  # type: ignore[no-untyped-def]
-        return s.Operand(_pos(meta), name=_name(children[1]), shape=children[0])
+    # -- operands and literals -----------------------------------------------------------------
+    def typed_operand(self, children):  # type: ignore[no-untyped-def]
+        shape = children[0]
+        return s.Operand(shape.pos, _name(children[1]), shape)
 
-    @v_args(meta=True)
-    def bare_operand(self, meta, children):  # type: ignore[no-untyped-def]
-        return s.Operand(_pos(meta), name=_name(children[0]))
+    def bare_operand(self, children):  # type: ignore[no-untyped-def]
+        tok = children[0]
+        return s.Operand(_tpos(tok), _name(tok))
 
-    @v_args(meta=True)
-    def literal_operand(self, meta, children):  # type: ignore[no-untyped-def]
-        return s.Operand(_pos(meta), literal=children[0])
+    def literal_operand(self, children):  # type: ignore[no-untyped-def]
+        lit = children[0]
+        return s.Operand(lit.pos, literal=lit)
 
     def lit_number(self, children):  # type: ignore[no-untyped-def]
-        return s.Literal("number", _tpos(children[0]), str(children[0]))
+        tok = children[0]
+        return s.Literal("number", _tpos(tok), str(tok))
 
     def lit_name(self, children):  # type: ignore[no-untyped-def]
-        return s.Literal("name", _tpos(children[0]), str(children[0]))
+        tok = children[0]
+        return s.Literal("name", _tpos(tok), str(tok))
 
     def lit_elided(self, children):  # type: ignore[no-untyped-def]
-        return s.Literal("elided", _tpos(children[0]), str(children[0]))
+        tok = children[0]
+        return s.Literal("elided", _tpos(tok), str(tok))
 
-    @v_args(meta=True)
-    def lit_brace(self, meta, children):  # type: ignore[no-untyped-def]
-        return s.Literal("brace", _pos(meta), children=[c for c in children if c is not None])
+    def lit_flat(self, children):  # type: ignore[no-untyped-def]
+        tok = children[0]
+        text = str(tok)
+        pos = _tpos(tok)
+        if not s.FLAT_LITERAL.fullmatch(text):
+            _bad_flat_literal(text, pos)
+        return s.Literal("brace", pos, flat=text)
 
-    @v_args(meta=True)
-    def lit_paren(self, meta, children):  # type: ignore[no-untyped-def]
-        return s.Literal("paren", _pos(meta), children=list(children))
+    def lit_brace(self, children):  # type: ignore[no-untyped-def]
+        return s.Literal("brace", _span(children[0], children[-1]), children=_nodes(children))
 
-    def lit_item(self, children):  # type: ignore[no-untyped-def]
-        return children[0]
+    def lit_paren(self, children):  # type: ignore[no-untyped-def]
+        return s.Literal("paren", _span(children[0], children[-1]), children=_nodes(children))
 
-    @v_args(meta=True)
-    def lit_shaped(self, meta, children):  # type: ignore[no-untyped-def]
+    def lit_shaped(self, children):  # type: ignore[no-untyped-def]
         lit = children[1]
         lit.shape = children[0]
         return lit
 
+    # -- shapes --------------------------------------------------------------------------------
     def array_shape(self, children):  # type: ignore[no-untyped-def]
-        return s.Shape("array", _tpos(children[0]), text=str(children[0]))
+        tok = children[0]
+        return s.Shape("array", _tpos(tok), str(tok))
 
-    @v_args(meta=True)
-    def tuple_shape(self, meta, children):  # type: ignore[no-untyped-def]
-        return s.Shape("tuple", _pos(meta), elements=[c for c in children if c is not None])
+    def tuple_shape(self, children):  # type: ignore[no-untyped-def]
+        return s.Shape("tuple", _span(children[0], children[-1]), elements=_nodes(children))
 
-    @v_args(meta=True)
-    def attribute(self, meta, children):  # type: ignore[no-untyped-def]
-        value: s.Value = children[1]
-        raw = self.text[value.pos.start : value.pos.end]
-        return s.Attribute(str(children[0]), value, _pos(meta), raw)
+    # -- attributes ----------------------------------------------------------------------------
+    def attribute(self, children):  # type: ignore[no-untyped-def]
+        tok = children[0]
+        return s.Attribute(str(tok), children[1], _tpos(tok))
 
-    def _tok(kind: str):  # type: ignore[no-untyped-def]  # noqa: N805
-        def rule(self, children):  # type: ignore[no-untyped-def]
-            tok = children[0]
-            return s.Value(kind, str(tok), _tpos(tok))
+    def v_atom(self, children):  # type: ignore[no-untyped-def]
+        tok = children[0]
+        return s.Value("atom", str(tok), _tpos(tok), [])
 
-        return rule
+    def v_string(self, children):  # type: ignore[no-untyped-def]
+        tok = children[0]
+        return s.Value("string", str(tok), _tpos(tok), [])
 
-    v_atom = _tok("atom")
-    v_string = _tok("string")
-    v_iota = _tok("iota")
+    def v_iota(self, children):  # type: ignore[no-untyped-def]
+        tok = children[0]
+        return s.Value("iota", str(tok), _tpos(tok), [])
+
+    def v_flat(self, children):  # type: ignore[no-untyped-def]
+        tok = children[0]
+        return s.Value("brace", str(tok), _tpos(tok), None)
+
+    def v_sep(self, children):  # type: ignore[no-untyped-def]
+        tok = children[0]
+        return s.Value(_SEP_KIND[tok], str(tok), _tpos(tok), [])
 
     def _group(kind: str):  # type: ignore[no-untyped-def]  # noqa: N805
-        @v_args(meta=True)
-        def rule(self, meta, children):  # type: ignore[no-untyped-def]
-            pos = _pos(meta)
-            return s.Value(kind, self.text[pos.start : pos.end], pos, list(children))
+        def rule(self, children):  # type: ignore[no-untyped-def]
+            pos = _span(children[0], children[-1])
+            return s.Value(kind, self.text[pos.start : pos.end], pos, children[1:-1])
 
         return rule
 
@@ -158,16 +203,32 @@ class _Build(Transformer):
     v_bracket = _group("bracket")
     v_paren = _group("paren")
 
-    def _sep(kind: str):  # type: ignore[no-untyped-def]  # noqa: N805
-        @v_args(meta=True)
-        def rule(self, meta, children):  # type: ignore[no-untyped-def]
-            return s.Value(kind, "", _pos(meta))
 
-        return rule
+def _nodes(children: list) -> list:  # type: ignore[type-arg]
+    """The syntax nodes among a `!rule`'s children (punctuation tokens and placeholders dropped)."""
+    return [c for c in children if c is not None and not isinstance(c, Token)]
 
-    v_comma = _sep("comma")
-    v_eq = _sep("eq")
-    v_colon = _sep("colon")
+
+def _bad_flat_literal(text: str, pos: s.Pos) -> None:
+    """Report the first token of a brace literal that breaks `{scalar, scalar, ...}`."""
+    scalar = re.compile(rf"(?:{s.NUMBER_RE}|{s.NAME_RE})")
+    i = 1
+    for part in text[1:-1].split(","):
+        words = [(m.start(), m.group()) for m in re.finditer(r"\S+", part)]
+        if not words:
+            got = text[i + len(part)] if i + len(part) < len(text) else "}"
+            where = s.sub_pos(text, pos, i + len(part), i + len(part) + 1)
+            raise _SyntaxError(f"unexpected '{got}' in literal; expected a number or a name", where)
+        first_at, first = words[0]
+        if not scalar.fullmatch(first):
+            where = s.sub_pos(text, pos, i + first_at, i + first_at + len(first))
+            raise _SyntaxError(f"unexpected '{_show(first)}' in literal; expected a number or a name", where)
+        if len(words) > 1:
+            at, word = words[1]
+            where = s.sub_pos(text, pos, i + at, i + at + len(word))
+            raise _SyntaxError(f"unexpected '{_show(word)}' in literal; expected ',' or '}}'", where)
+        i += len(part) + 1
+    raise _SyntaxError("malformed literal", pos)
 
 
 @lru_cache(maxsize=1)
@@ -177,12 +238,17 @@ def _lark() -> Lark:
         parser="lalr",
         lexer="contextual",
         start="module",
-        propagate_positions=True,
+        propagate_positions=False,
         maybe_placeholders=True,
+        transformer=_Build(),
+        cache=True,
     )
 
 
-_TOKEN_WORDS = {
+_LOCK = threading.Lock()
+
+# How the terminals of hlo.lark read in "expected ..." lists.
+TOKEN_WORDS = {
     "NAME": "a name",
     "ARRAY_SHAPE": "a shape",
     "NUMBER": "a number",
@@ -190,9 +256,11 @@ _TOKEN_WORDS = {
     "ATOM": "an attribute value",
     "ATOM_IN": "a value",
     "IOTA_GROUPS": "replica groups",
+    "SECTION": "a stack-frame section",
     "ENTRY": "'ENTRY'",
     "ROOT": "'ROOT'",
     "LBRACE": "'{'",
+    "FLAT_BRACE": "'{'",
     "RBRACE": "'}'",
     "LPAR": "'('",
     "RPAR": "')'",
@@ -201,24 +269,44 @@ _TOKEN_WORDS = {
     "COMMA": "','",
     "EQUAL": "'='",
     "COLON": "':'",
-    "__ANON_0": "'->'",
-    "HLOMODULE": "'HloModule'",
+    "_ARROW": "'->'",
+    "_HLOMODULE": "'HloModule'",
     "ELLIPSIS": "'{...}'",
+    "$END": "end of file",
 }
 
 
-def _describe(expected: set[str]) -> str:
-    words = sorted({_TOKEN_WORDS.get(e, e) for e in expected})
+def _describe(expected: set[str] | frozenset[str]) -> str:
+    words = sorted({TOKEN_WORDS.get(e, e) for e in expected})
     if len(words) > 6:
         words = words[:6] + ["..."]
-    return ", ".join(words)
+    if len(words) > 1:
+        return ", ".join(words[:-1]) + " or " + words[-1]
+    return words[0] if words else "nothing"
+
+
+def _show(text: str) -> str:
+    """A token's text for a message: one line, at most 40 characters."""
+    line = text.split("\n", 1)[0]
+    return line[:40] + ("..." if len(line) > 40 or line != text else "")
+
+
+# A '"' whose string does not close before the end of its line.
+_UNTERMINATED_STRING = re.compile(r'"(?:\\.|[^"\\\n])*(?:\n|$)')
 
 
 def _location_error(text: str, filename: str, err: UnexpectedInput) -> HloError:
     line, col = err.line, err.column
-    if isinstance(err, UnexpectedCharacters):
-        ch = text[err.pos_in_stream] if err.pos_in_stream < len(text) else ""
-        msg = f"unexpected character {ch!r}"
+    at = err.pos_in_stream if isinstance(err.pos_in_stream, int) else -1
+    rest = text[at:] if at >= 0 else ""
+    if rest.startswith("/*") and "*/" not in rest:
+        msg = "unterminated comment: '/*' without '*/'"
+    elif rest.startswith('"') and _UNTERMINATED_STRING.match(rest):
+        msg = "unterminated string"
+    elif isinstance(err, UnexpectedCharacters):
+        msg = f"unexpected character {rest[:1]!r}"
+        if err.allowed and len(err.allowed) <= 8:
+            msg += f"; expected {_describe(err.allowed)}"
     elif isinstance(err, UnexpectedEOF) or (isinstance(err, UnexpectedToken) and err.token.type == "$END"):
         lines = text.splitlines() or [""]
         line, col = len(lines), len(lines[-1]) + 1
@@ -226,8 +314,7 @@ def _location_error(text: str, filename: str, err: UnexpectedInput) -> HloError:
         if isinstance(err, UnexpectedToken) and err.expected:
             msg += f"; expected {_describe(err.expected)}"
     elif isinstance(err, UnexpectedToken):
-        msg = f"unexpected {err.token!s:.40}"
-        msg = f"unexpected '{err.token!s:.40}'; expected {_describe(err.expected)}"
+        msg = f"unexpected '{_show(str(err.token))}'; expected {_describe(err.expected)}"
     else:
         msg = str(err)
     if not isinstance(line, int) or line < 1:
@@ -241,8 +328,15 @@ def parse(text: str, filename: str = "<stdin>") -> s.Module:
         raise HloError("file is not HLO text (binary data)", SourceLocation(filename, 1, 1), None)
     if not text.strip():
         raise HloError("empty file: expected 'HloModule' or a computation", SourceLocation(filename, 1, 1), text)
-    try:
-        tree = _lark().parse(text)
-    except UnexpectedInput as err:
-        raise _location_error(text, filename, err) from None
-    return _Build(text).transform(tree)
+    lark = _lark()
+    with _LOCK:
+        builder: _Build = lark.options.transformer  # type: ignore[assignment]
+        builder.text = text
+        try:
+            return lark.parse(text)  # type: ignore[return-value]
+        except UnexpectedInput as err:
+            raise _location_error(text, filename, err) from None
+        except _SyntaxError as err:
+            raise HloError(err.message, SourceLocation(filename, err.pos.line, err.pos.col), text) from None
+        finally:
+            builder.text = ""

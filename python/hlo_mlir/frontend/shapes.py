@@ -3,56 +3,71 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from hlo_mlir.types import BY_HLO, DYNAMIC, ArrayType, HloType, OpaqueType, TokenType, TupleType
 
-_ARRAY = re.compile(r"([a-z0-9]+)\[([^\]]*)\](?:\{([^}]*)\})?")
+_ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\](?:\{([^}]*)\})?")
+_DIM = re.compile(r"(<=)?([0-9]+)|\?")
 
 
 class ShapeError(ValueError):
-    pass
+    """A malformed shape; `offset` is where in the shape text the problem is."""
+
+    def __init__(self, message: str, offset: int = 0) -> None:
+        super().__init__(message)
+        self.offset = offset
 
 
+@lru_cache(maxsize=4096)
 def parse_array_shape(text: str) -> tuple[HloType, str | None]:
     """Returns the type and the layout text (inside the braces) if one was written."""
     m = _ARRAY.fullmatch(text)
     if not m:
         raise ShapeError(f"malformed shape '{text}'")
     elem, dims_text, layout = m.group(1), m.group(2), m.group(3)
-    if elem == "token":
-        return TokenType(), layout
-    if elem == "opaque":
-        return OpaqueType(), layout
+    if elem in ("token", "opaque"):
+        if dims_text.strip():
+            raise ShapeError(f"{elem} shapes have no dimensions: expected {elem}[]", m.start(2))
+        return (TokenType() if elem == "token" else OpaqueType()), layout
     if elem not in BY_HLO:
-        raise ShapeError(f"unknown element type '{elem}'")
+        raise ShapeError(
+            f"unknown element type '{elem}'; expected pred, s1-s64, u1-u64, f16, bf16, f32, f64, "
+            "an f8/f4 type, c64, c128, token or opaque"
+        )
     dims: list[int] = []
     bounded: list[bool] = []
-    for d in [p.strip() for p in dims_text.split(",")] if dims_text.strip() else []:
-        if d == "?":
-            dims.append(DYNAMIC)
-            bounded.append(False)
-        elif re.fullmatch(r"<=[0-9]+", d):
-            dims.append(int(d[2:]))
-            bounded.append(True)
-        elif re.fullmatch(r"[0-9]+", d):
-            dims.append(int(d))
-            bounded.append(False)
-        else:
-            raise ShapeError(f"bad dimension '{d}' in shape '{text}': expected a size, <=bound or ?")
+    if dims_text.strip():
+        offset = m.start(2)
+        for part in dims_text.split(","):
+            d = part.strip()
+            dm = _DIM.fullmatch(d)
+            if dm is None:
+                at = offset + len(part) - len(part.lstrip())
+                raise ShapeError(f"bad dimension '{d}' in shape '{text}': expected a size, <=bound or ?", at)
+            if d == "?":
+                dims.append(DYNAMIC)
+                bounded.append(False)
+            else:
+                dims.append(int(dm.group(2)))
+                bounded.append(dm.group(1) is not None)
+            offset += len(part) + 1
     if layout is not None:
-        _check_layout(layout, len(dims), text)
+        _check_layout(layout, len(dims), text, m.start(3))
     return ArrayType(BY_HLO[elem], tuple(dims), tuple(bounded) if any(bounded) else ()), layout
 
 
-def _check_layout(layout: str, rank: int, text: str) -> None:
+def _check_layout(layout: str, rank: int, text: str, offset: int) -> None:
     minor_to_major = layout.split(":", 1)[0]
     items = [p.strip() for p in minor_to_major.split(",") if p.strip()]
-    if not all(re.fullmatch(r"[0-9]+", p) for p in items):
-        raise ShapeError(f"bad layout '{{{layout}}}' in '{text}': minor-to-major must be dimension numbers")
+    if not all(p.isdigit() for p in items):
+        raise ShapeError(f"bad layout '{{{layout}}}' in '{text}': minor-to-major must be dimension numbers", offset)
     nums = [int(p) for p in items]
-    if nums and sorted(nums) != list(range(rank)):
+    if sorted(nums) != list(range(rank)):
         raise ShapeError(
-            f"bad layout '{{{layout}}}' in '{text}': minor-to-major must be a permutation of 0..{rank - 1}"
+            f"bad layout '{{{layout}}}' in '{text}': minor-to-major must be a permutation of "
+            + (f"0..{rank - 1}" if rank else "nothing (the shape is a scalar)"),
+            offset,
         )
 
 

@@ -1,29 +1,73 @@
 """The transient syntax tree of an HLO module, as produced by the Lark grammar.
 
 Every node carries its source position so the importer can report errors at the exact place.
+Brace groups the lexer took as one FLAT_BRACE token (see hlo.lark) split into their items on
+first access, with the grammar's token rules, so consumers see the same tree either way.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Pos:
-    line: int
-    col: int
-    start: int
-    end: int
+class Pos(NamedTuple):
+    line: int  # 1-based
+    col: int  # 1-based
+    start: int  # offset of the first character
+    end: int  # offset after the last character
 
 
-@dataclass
+def sub_pos(text: str, pos: Pos, start: int, end: int) -> Pos:
+    """Position of text[start:end], where `text` is the source text found at `pos`."""
+    nl = text.rfind("\n", 0, start)
+    if nl < 0:
+        return Pos(pos.line, pos.col + start, pos.start + start, pos.start + end)
+    return Pos(pos.line + text.count("\n", 0, start), start - nl, pos.start + start, pos.start + end)
+
+
+# The grammar's tokens inside a brace group: STRING, ',' '=' ':', ATOM_IN.
+_INNER = re.compile(r'\s*+(?:("(?:\\.|[^"\\])*+")|([,=:])|([^\s{}\[\](),"=:]++))')
+_SEP_KIND = {",": "comma", "=": "eq", ":": "colon"}
+
+
 class Value:
-    """A generic attribute value: kind is atom, string, iota, brace, bracket, paren, comma, eq or colon."""
+    """A generic attribute value: kind is atom, string, iota, brace, bracket, paren, comma, eq or colon.
 
-    kind: str
-    text: str
-    pos: Pos
-    children: list["Value"] = field(default_factory=list)
+    `text` is the value's exact source text (for separators: the separator).
+    """
+
+    __slots__ = ("kind", "text", "pos", "_children")
+
+    def __init__(self, kind: str, text: str, pos: Pos, children: list["Value"] | None = None) -> None:
+        self.kind = kind
+        self.text = text
+        self.pos = pos
+        self._children = children  # None: a flat brace group, split on first access
+
+    @property
+    def children(self) -> list["Value"]:
+        if self._children is None:
+            self._children = self._split_flat()
+        return self._children
+
+    def _split_flat(self) -> list["Value"]:
+        text, out = self.text, []
+        end = len(text) - 1
+        i = 1
+        while True:
+            m = _INNER.match(text, i, end)
+            if m is None:
+                return out
+            string, sep, atom = m.groups()
+            a, b = m.span(m.lastindex or 0)
+            p = sub_pos(text, self.pos, a, b)
+            if sep is not None:
+                out.append(Value(_SEP_KIND[sep], sep, p, []))
+            else:
+                out.append(Value("string" if string is not None else "atom", string or atom, p, []))
+            i = m.end()
 
     def items(self) -> list["Value"]:
         """Children without the separating commas."""
@@ -39,16 +83,23 @@ class Value:
                 out[-1].append(c)
         return [g for g in out if g] if len(out) > 1 or out[0] else []
 
+    def __repr__(self) -> str:
+        return f"Value({self.kind!r}, {self.text!r})"
 
-@dataclass
+
+@dataclass(slots=True)
 class Attribute:
     name: str
     value: Value
     pos: Pos
-    raw: str  # the value's exact source text
+
+    @property
+    def raw(self) -> str:
+        """The value's exact source text."""
+        return self.value.text
 
 
-@dataclass
+@dataclass(slots=True)
 class Shape:
     """`f32[2,3]{1,0}` (kind array, text) or a tuple of shapes."""
 
@@ -58,18 +109,66 @@ class Shape:
     elements: list["Shape"] = field(default_factory=list)
 
 
-@dataclass
+# The grammar's NUMBER and NAME terminals (hlo.lark), for the items of flat brace literals.
+NUMBER_RE = r"[-+]?(?:(?:inf|nan)(?![A-Za-z0-9_.\-])|[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9]+(?:[eE][-+]?[0-9]+)?)"
+NAME_RE = r"%?[A-Za-z_][A-Za-z0-9_.\-]*"
+_NUMBER = re.compile(NUMBER_RE)
+_SCALAR = rf"\s*+(?:{NUMBER_RE}|{NAME_RE})\s*+"
+FLAT_LITERAL = re.compile(rf"\{{(?:{_SCALAR}(?:,{_SCALAR})*+|\s*+)\}}")
+
+
 class Literal:
-    """kind: number, name (true/nan/...), brace, paren, elided, shaped."""
+    """kind: number, name (true/nan/...), brace, paren, elided.  `shape` is set for the
+    shaped elements of tuple literals (`(f32[] 1, s32[2] {1, 2})`).
 
-    kind: str
-    pos: Pos
-    text: str = ""
-    children: list["Literal"] = field(default_factory=list)
-    shape: Shape | None = None
+    A brace literal of scalars the lexer took as one token keeps its source text in `flat`
+    (already checked against FLAT_LITERAL by the parser) and splits into scalar items on first
+    access of `children`; `flat_items` gives just their texts (the fast path for constants).
+    """
+
+    __slots__ = ("kind", "pos", "text", "_children", "shape", "flat")
+
+    def __init__(
+        self, kind: str, pos: Pos, text: str = "", children: list["Literal"] | None = None, flat: str | None = None
+    ) -> None:
+        self.kind = kind
+        self.pos = pos
+        self.text = text
+        self._children = children if children is not None or flat is not None else []
+        self.shape: Shape | None = None
+        self.flat = flat
+
+    @property
+    def children(self) -> list["Literal"]:
+        if self._children is None:
+            self._children = self._split_flat()
+        return self._children
+
+    def flat_items(self) -> list[str]:
+        """Item texts of a flat brace literal."""
+        assert self.flat is not None
+        inner = self.flat[1:-1]
+        return [t.strip() for t in inner.split(",")] if inner.strip() else []
+
+    def _split_flat(self) -> list["Literal"]:
+        text, out = self.flat or "", []
+        if not text[1:-1].strip():
+            return out
+        i = 1
+        for part in text[1:-1].split(","):
+            a = i + len(part) - len(part.lstrip())
+            b = i + len(part.rstrip())
+            item = text[a:b]
+            kind = "number" if _NUMBER.fullmatch(item) else "name"
+            out.append(Literal(kind, sub_pos(text, self.pos, a, b), item))
+            i += len(part) + 1
+        return out
+
+    def __repr__(self) -> str:
+        return f"Literal({self.kind!r}, {self.text or self.flat!r})"
 
 
-@dataclass
+@dataclass(slots=True)
 class Operand:
     pos: Pos
     name: str | None = None
@@ -77,7 +176,7 @@ class Operand:
     literal: Literal | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Instruction:
     name: str
     is_root: bool
@@ -89,14 +188,14 @@ class Instruction:
     pos: Pos
 
 
-@dataclass
+@dataclass(slots=True)
 class Param:
     name: str
     shape: Shape
     pos: Pos
 
 
-@dataclass
+@dataclass(slots=True)
 class Computation:
     name: str
     is_entry: bool
@@ -107,7 +206,7 @@ class Computation:
     pos: Pos
 
 
-@dataclass
+@dataclass(slots=True)
 class Module:
     name: str | None
     attributes: list[Attribute]

@@ -1,0 +1,164 @@
+"""Kernels for host and device I/O: infeed, outfeed, send / send-done, recv / recv-done.
+
+The queues live in the run's shared `Services` (run.py):
+
+* infeed pops the next value of this replica's queue (`Module.run(..., infeed=[...])`,
+  `hlo-run --infeed FILE.npz`) and returns (data, token); an empty tuple shape reads nothing.
+* outfeed appends its operand to this replica's outfeed list (`Module.run(..., outfeed=list)`,
+  `hlo-run --outfeed FILE.npz`) and returns a token.
+* send / recv with the same channel_id pair up.  Without routing information a send is received
+  by the same replica (send, then recv-done, in one program).  With the frontend attribute
+  `_xla_send_recv_source_target_pairs="{{0,1},{1,2}}"` (what XLA's collective-permute
+  decomposition emits) replica s sends to replica t for each pair {s,t}; a replica that is no
+  target receives zeros.  Results follow XLA: send -> (operand, u32[] context, token),
+  send-done -> token, recv -> (buffer, u32[] context, token), recv-done -> (data, token).  The data
+  arrives at recv-done, which waits for the sending replica if needed.  Host transfers
+  (is_host_transfer=true) pair the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from hlo_mlir.interpreter.ops_collectives import zeros_of
+from hlo_mlir.interpreter.registry import TOKEN, Context, InterpreterError, OpView, Value, kernel
+from hlo_mlir.types import ArrayType, HloType, TokenType, TupleType
+
+
+def _services(op: OpView, ctx: Context) -> Any:
+    services = getattr(ctx, "services", None)
+    if services is None:
+        raise InterpreterError(op, "needs the run's I/O services (run the module with Module.run or hlo-run)")
+    return services
+
+
+def conform(op: OpView, value: Any, t: HloType, what: str) -> Value:
+    """`value` as a runtime value of type `t`: same shapes, dtypes converted within their kind."""
+    if isinstance(t, TupleType):
+        if not isinstance(value, (tuple, list)) or len(value) != len(t.elements):
+            raise InterpreterError(op, f"{what}: expected a tuple {t}, got {_describe(value)}")
+        return tuple(conform(op, v, e, f"{what}[{i}]") for i, (v, e) in enumerate(zip(value, t.elements)))
+    if isinstance(t, TokenType):
+        return TOKEN
+    assert isinstance(t, ArrayType)
+    try:
+        arr = np.asarray(value)
+    except Exception:
+        raise InterpreterError(op, f"{what}: expected an array {t}, got {_describe(value)}") from None
+    if arr.shape != t.dims:
+        raise InterpreterError(op, f"{what}: expected shape {t}, got an array of shape {list(arr.shape)}")
+    if arr.dtype != t.dtype:
+        if not np.can_cast(arr.dtype, t.dtype, casting="same_kind"):
+            raise InterpreterError(op, f"{what}: expected element type {t.element.hlo}, got {arr.dtype}")
+        arr = arr.astype(t.dtype)
+    return np.array(arr, copy=True)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"a sequence of {len(value)}"
+    return f"{type(value).__name__}"
+
+
+def _copy(value: Value) -> Value:
+    if isinstance(value, tuple):
+        return tuple(_copy(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return np.array(value, copy=True)
+    return value
+
+
+def _elements(op: OpView) -> tuple[HloType, ...]:
+    if not isinstance(op.result_type, TupleType):
+        raise InterpreterError(op, f"expected a tuple result, got {op.result_type}")
+    return op.result_type.elements
+
+
+# -- infeed / outfeed -------------------------------------------------------------------------------
+@kernel("infeed")
+def infeed(op: OpView, args: list, ctx: Context) -> Value:
+    data_t = _elements(op)[0]
+    if isinstance(data_t, TupleType) and not data_t.elements:
+        return ((), TOKEN)  # an empty tuple reads nothing
+    queue = _services(op, ctx).infeed[ctx.replica_id]
+    if not queue:
+        raise InterpreterError(op, f"the infeed queue of replica {ctx.replica_id} is empty: give the values "
+                                   "with Module.run(..., infeed=[...]) or hlo-run --infeed FILE.npz")
+    return (conform(op, queue.popleft(), data_t, "infeed value"), TOKEN)
+
+
+@kernel("outfeed")
+def outfeed(op: OpView, args: list, ctx: Context) -> Value:
+    _services(op, ctx).outfeed[ctx.replica_id].append(_copy(args[0]))
+    return TOKEN
+
+
+# -- send / recv ----------------------------------------------------------------------------------------
+_PAIRS_ATTR = re.compile(r'_xla_send_recv_source_target_pairs\s*=\s*"([^"]*)"')
+
+
+def _routing(op: OpView) -> tuple[tuple[int, int], ...] | None:
+    m = _PAIRS_ATTR.search(str(op.attrs.get("frontend_attributes", "")))
+    if m is None:
+        return None
+    return tuple((int(s), int(t)) for s, t in re.findall(r"\{\s*(-?\d+)\s*,\s*(-?\d+)\s*\}", m.group(1)))
+
+
+def _channel(op: OpView) -> int:
+    return int(op.attrs.get("channel_id", 0))
+
+
+@kernel("send")
+def send(op: OpView, args: list, ctx: Context) -> Value:
+    value = args[0]
+    services = _services(op, ctx)
+    me = ctx.replica_id
+    pairs = _routing(op)
+    targets = [me] if pairs is None else [t for s, t in pairs if s == me]
+    for t in targets:
+        if not 0 <= t < ctx.num_replicas:
+            raise InterpreterError(op, f"sends to replica {t}, but the run has {ctx.num_replicas} replica(s)")
+        services.channel_put((_channel(op), me, t), _copy(value))
+    context_t = _elements(op)[1]
+    return (value, zeros_of(context_t), TOKEN)
+
+
+@kernel("send-done")
+def send_done(op: OpView, args: list, ctx: Context) -> Value:
+    return TOKEN
+
+
+@kernel("recv")
+def recv(op: OpView, args: list, ctx: Context) -> Value:
+    data_t, context_t = _elements(op)[:2]
+    services = _services(op, ctx)
+    me = ctx.replica_id
+    pairs = _routing(op)
+    sources = [me] if pairs is None else [s for s, t in pairs if t == me]
+    source = sources[0] if sources else None
+    handle = services.count(me, "\0recv-handle")
+    services.pending[(me, handle)] = (op, (_channel(op), source, me), source, data_t)
+    return (zeros_of(data_t), np.asarray(handle, dtype=getattr(context_t, "dtype", np.uint32)), TOKEN)
+
+
+@kernel("recv-done")
+def recv_done(op: OpView, args: list, ctx: Context) -> Value:
+    services = _services(op, ctx)
+    me = ctx.replica_id
+    handle = int(np.asarray(args[0][1]))
+    pending = services.pending.pop((me, handle), None)
+    if pending is None:
+        raise InterpreterError(op, "its operand is not the result of a recv that is still pending")
+    recv_op, key, source, data_t = pending
+    if source is None:  # no pair targets this replica
+        return (zeros_of(data_t), TOKEN)
+    try:
+        value = services.channel_get(key, me, source)
+    except Exception as e:
+        if type(e).__name__ == "RendezvousError":
+            raise InterpreterError(op, f"recv '{recv_op.name}' on channel {key[0]}: {e}") from None
+        raise
+    return (conform(op, value, data_t, f"the value sent on channel {key[0]}"), TOKEN)
