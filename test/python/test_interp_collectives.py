@@ -510,3 +510,44 @@ def test_hlo_run_prints_each_replica() -> None:
                           input=text, capture_output=True, text=True, check=True)
     assert proc.stdout.split() == ["replica", "0:", "f32[2]", "{2,", "2}", "replica", "1:", "f32[2]", "{4,", "4}",
                                    "replica", "2:", "f32[2]", "{2,", "2}", "replica", "3:", "f32[2]", "{4,", "4}"]
+
+
+def test_cross_replica_sum_kernel() -> None:
+    """cross-replica-sum (all-reduce's former name) sums when it has no to_apply.  The hlo dialect
+    has no such opcode, so the kernel is called directly, on two replica threads."""
+    from dataclasses import dataclass
+    from typing import Any
+
+    from hlo_mlir.interpreter.registry import KERNELS
+    from hlo_mlir.interpreter.run import Services
+    from hlo_mlir.types import BY_HLO, ArrayType
+
+    @dataclass
+    class Op:
+        opcode: str = "cross-replica-sum"
+        name: str = "crs.1"
+        location: str = "test:1:1"
+        result_type: Any = ArrayType(BY_HLO["f32"], (2,))
+        operand_types: tuple = ()
+        attrs: Any = None
+
+    @dataclass
+    class Ctx:
+        replica_id: int
+        services: Any
+        num_replicas: int = 2
+        partition_id: int = 0
+
+    services, outs = Services(2), {}
+    op = Op(attrs={})
+
+    def go(r: int) -> None:
+        outs[r] = KERNELS["cross-replica-sum"](op, [np.array([r, 1.0], np.float32)], Ctx(r, services))
+
+    threads = [threading.Thread(target=go, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    for r in range(2):
+        np.testing.assert_array_equal(outs[r], [1.0, 2.0])

@@ -110,10 +110,10 @@ _ARITH = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimu
 def _combine(op: OpView, ctx: Context, parts: list[np.ndarray]) -> np.ndarray:
     """Fold `parts` (in group order) with the `to_apply` computation."""
     computation = op.attrs.get("to_apply")
-    if computation is None:
+    if computation is None and op.opcode != "cross-replica-sum":
         raise InterpreterError(op, "missing to_apply")
     dtype = parts[0].dtype
-    kind = ctx.reducer_kind(computation)
+    kind = "add" if computation is None else ctx.reducer_kind(computation)
     if kind is not None:
         fn = _LOGICAL[kind] if dtype == np.bool_ else _BITWISE.get(kind) or _ARITH[kind]
         acc = parts[0]
@@ -151,8 +151,10 @@ def _all_reduce(op: OpView, args: list, ctx: Context) -> list[np.ndarray]:
     return [_combine(op, ctx, [vals[r][i] for r in group]) for i in range(len(arrays))]
 
 
-@kernel("all-reduce")
+@kernel("all-reduce", "cross-replica-sum")
 def all_reduce(op: OpView, args: list, ctx: Context) -> Value:
+    # cross-replica-sum is XLA's former name of all-reduce; without to_apply it sums.  (The hlo
+    # dialect does not list the opcode, so the frontend rejects it before it gets here.)
     return _pack(op, _all_reduce(op, args, ctx))
 
 

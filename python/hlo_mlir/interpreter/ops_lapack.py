@@ -97,20 +97,17 @@ def operand_layouts(op: OpView, n: int) -> list[tuple[int, ...] | None]:
 
 
 def result_layouts(op: OpView, n: int) -> list[tuple[int, ...] | None]:
-    text = None
+    """Layouts of the (flattened) result shape as written, e.g. `(f32[4,4]{0,1}, s32[])`; the
+    importer keeps that text in the `hlo.shape` attribute of the MLIR op behind the OpView."""
+    text = getattr(op, "shape_text", None)  # test doubles may give the text directly
     mlir_op = getattr(op, "op", None)
     if mlir_op is not None:
-        try:
-            from mlir import ir
+        from mlir import ir
 
-            from hlo_mlir.frontend.ir_gen import SHAPE
+        from hlo_mlir.frontend.ir_gen import SHAPE
 
-            if SHAPE in mlir_op.attributes:
-                text = ir.StringAttr(mlir_op.attributes[SHAPE]).value
-        except Exception:  # a fake op in unit tests
-            text = None
-    if text is None:
-        text = getattr(op, "shape_text", None)
+        if SHAPE in mlir_op.attributes:
+            text = ir.StringAttr(mlir_op.attributes[SHAPE]).value
     found = _layouts(text)
     return (found + [None] * n)[:n]
 
@@ -161,8 +158,8 @@ class Call:
 
     def results(self, values: list[Any], matrices: tuple[bool, ...]) -> Value:
         if len(values) != len(self.result_types):
-            raise InterpreterError(self.op, f"expected {len(values)} result(s), the instruction has "
-                                            f"{len(self.result_types)}")
+            raise InterpreterError(self.op, f"{self.op.attrs.get('custom_call_target')} has {len(values)} "
+                                            f"result(s), the instruction's shape has {len(self.result_types)}")
         layouts = result_layouts(self.op, len(values))
         out = []
         for v, t, l, m in zip(values, self.result_types, layouts, matrices):

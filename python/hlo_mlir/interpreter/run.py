@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
