@@ -65,6 +65,8 @@ def _window_indices(starts: list[np.ndarray], window: Sequence[int], nb: int) ->
 
 @kernel("gather")
 def gather(op: OpView, args: list, ctx: Context) -> Value:
+    """Slices of `slice_sizes` at clamped starts, collapsed and batching dims dropped,
+    offset dims placed at `offset_dims` among the index batch dims."""
     operand = np.asarray(args[0])
     a = op.attrs
     ivd = a["index_vector_dim"]
@@ -111,7 +113,6 @@ def _occurrence(flat: np.ndarray) -> np.ndarray:
 
 _AT_UFUNCS = {
     "add": np.add,
-    "subtract": np.subtract,
     "multiply": np.multiply,
     "maximum": np.maximum,
     "minimum": np.minimum,
@@ -191,6 +192,7 @@ def _combine_general(
 
 @kernel("scatter")
 def scatter(op: OpView, args: list, ctx: Context) -> Value:
+    """Variadic: operands..., indices, updates...; a tuple result for several operands."""
     n = (len(args) - 1) // 2
     outs = [np.array(x, copy=True) for x in args[:n]]
     updates = [np.asarray(u) for u in args[n + 1 :]]

@@ -2,9 +2,9 @@
 iota, copy and the dynamic-shape ops.
 
 Start indices of dynamic-slice / dynamic-update-slice are clamped so the slice stays in
-bounds (XLA never faults).  Bounded dynamic dimensions are represented at run time by
-arrays of their actual size, so set-dimension-size slices and get-dimension-size reads
-the array's shape.
+bounds (XLA never faults).  A bounded dimension (`<=N`) runs padded to its bound, as in
+XLA's buffers; the interpreter does not track dynamic sizes, so get-dimension-size
+reports the bound.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import numpy as np
 
 from hlo_mlir.interpreter import numeric as nm
 from hlo_mlir.interpreter.registry import TOKEN, Context, InterpreterError, OpView, Value, kernel
-from hlo_mlir.types import ArrayType
 
 
 def _dims(op: OpView) -> tuple[int, ...]:
@@ -62,10 +61,14 @@ def bitcast(op: OpView, args: list, ctx: Context) -> Value:
 
 @kernel("dynamic-reshape")
 def dynamic_reshape(op: OpView, args: list, ctx: Context) -> Value:
-    """Reshape to the sizes given by the scalar operands (may be below the bounds)."""
+    """Reshape to the sizes given by the scalar operands, padded with zeros to the result
+    type's bounds."""
     x = np.asarray(args[0])
     sizes = tuple(int(s) for s in args[1:])
-    return x.reshape(sizes).astype(op.result_type.dtype)
+    out = np.zeros(op.result_type.dims, op.result_type.dtype)
+    count = int(np.prod(sizes, dtype=np.int64))
+    out[tuple(slice(0, n) for n in sizes)] = x.reshape(-1)[:count].reshape(sizes)
+    return out
 
 
 @kernel("transpose")
@@ -177,11 +180,6 @@ def get_dimension_size(op: OpView, args: list, ctx: Context) -> Value:
 
 @kernel("set-dimension-size")
 def set_dimension_size(op: OpView, args: list, ctx: Context) -> Value:
-    """Keep the first `size` entries of the dimension (clamped to the bound)."""
-    x = np.asarray(args[0])
-    dim = _dims(op)[0]
-    t = op.result_type
-    assert isinstance(t, ArrayType)
-    size = min(max(int(np.asarray(args[1])), 0), t.dims[dim])
-    index = tuple(slice(0, size) if d == dim else slice(None) for d in range(x.ndim))
-    return x[index].astype(t.dtype)
+    """The data stays padded to the bound; entries past the size are unspecified (XLA
+    leaves whatever the buffer held), here the operand's."""
+    return nm.result(op, np.array(args[0], copy=True))
