@@ -15,7 +15,7 @@ import pstats
 import random
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from mlir import ir
 
@@ -29,14 +29,16 @@ _BINARY = ("add", "multiply", "subtract", "maximum", "divide", "minimum")
 
 
 def generate(n: int, seed: int = 0) -> str:
-    """A module of about `n` instructions: an entry of parameters, constants, elementwise ops,
+    """A module of `n` instructions: an entry of parameters, constants, elementwise ops,
     broadcasts, dots and reduces (calling a scalar `add` computation), all with metadata,
     in the style of JAX's unoptimized dumps."""
     rng = random.Random(seed)
     d = 64
     lines = [
-        "HloModule bench, entry_computation_layout={(f32[64,64]{1,0}, f32[64,64]{1,0}, f32[64]{0}, "
-        "f32[64,64]{1,0})->f32[64,64]{1,0}}",
+        (
+            "HloModule bench, entry_computation_layout={(f32[64,64]{1,0}, f32[64,64]{1,0}, f32[64]{0}, "
+            "f32[64,64]{1,0})->f32[64,64]{1,0}}"
+        ),
         "",
         "%region_add (x: f32[], y: f32[]) -> f32[] {",
         "  %x = f32[] parameter(0)",
@@ -50,23 +52,27 @@ def generate(n: int, seed: int = 0) -> str:
     vecs = []  # names of f32[d] values
     for i in range(4):
         shape = f"f32[{d}]{{0}}" if i == 2 else f"f32[{d},{d}]{{1,0}}"
-        lines.append(f"  %p{i} = {shape} parameter({i}), metadata={{op_name=\"p{i}\"}}")
+        lines.append(f'  %p{i} = {shape} parameter({i}), metadata={{op_name="p{i}"}}')
         (vecs if i == 2 else mats).append(f"p{i}")
     mat, vec = f"f32[{d},{d}]{{1,0}}", f"f32[{d}]{{0}}"
+    body = n - 3 - 4 - 1  # the region's instructions, the parameters, the ROOT
     k = 0
-    while k < n - 12:
+    while k < body:
         k += 1
         name = f"v.{k}"
         meta = f'metadata={{op_name="jit(f)/op{k}" source_file="model.py" source_line={10 + k % 500}}}'
         r = rng.random()
-        if r < 0.05:
+        two = k < body  # room for a branch that emits two instructions
+        if r < 0.05 and two:
             lines.append(f"  %{name} = f32[] constant({rng.uniform(-2, 2):.4f}), {meta}")
             k += 1
             b = f"v.{k}"
             lines.append(f"  %{b} = {mat} broadcast(f32[] %{name}), dimensions={{}}, {meta}")
             mats.append(b)
         elif r < 0.10:
-            lines.append(f"  %{name} = {vec} constant({{{', '.join(str(rng.randint(-9, 9)) for _ in range(d))}}}), {meta}")
+            lines.append(
+                f"  %{name} = {vec} constant({{{', '.join(str(rng.randint(-9, 9)) for _ in range(d))}}}), {meta}"
+            )
             vecs.append(name)
         elif r < 0.40:
             op = rng.choice(_BINARY)
@@ -87,15 +93,15 @@ def generate(n: int, seed: int = 0) -> str:
                 f"rhs_contracting_dims={{0}}, {meta}"
             )
             mats.append(name)
-        elif r < 0.92:
+        elif r < 0.92 and two:
+            lines.append(f"  %{name} = f32[] constant(0), {meta}")
             k += 1
-            zero = f"v.{k}"
-            lines.append(f"  %{zero} = f32[] constant(0), {meta}")
+            red = f"v.{k}"
             lines.append(
-                f"  %{name} = {vec} reduce({mat} %{rng.choice(mats[-50:])}, f32[] %{zero}), dimensions={{0}}, "
+                f"  %{red} = {vec} reduce({mat} %{rng.choice(mats[-50:])}, f32[] %{name}), dimensions={{0}}, "
                 f"to_apply=%region_add, {meta}"
             )
-            vecs.append(name)
+            vecs.append(red)
         else:
             lines.append(f"  %{name} = {mat} transpose({mat} %{rng.choice(mats[-50:])}), dimensions={{1,0}}, {meta}")
             mats.append(name)

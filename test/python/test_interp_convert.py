@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
@@ -137,7 +136,6 @@ def test_convert_scalar_and_shape_kept() -> None:
     x = np.array(3.9, np.float32)
     got = run("convert", typ("s32", ()), x)
     assert got.shape == () and got.dtype == np.int32 and int(got) == 3
-    assert jnp.asarray(got).dtype == jnp.int32
 
 
 @pytest.mark.parametrize("src,rnd,dst", [("f32", "u32", "s8"), ("f32", "u32", "s32"), ("bf16", "u16", "s16"),
@@ -145,7 +143,8 @@ def test_convert_scalar_and_shape_kept() -> None:
 def test_stochastic_convert_hlo_text_end_to_end(src: str, rnd: str, dst: str) -> None:
     rng = np.random.default_rng(4)
     x = np.concatenate([rng.normal(0, 50, 60), [np.nan, np.inf, -np.inf, 0.5, -0.5, 1e30, -1e30]])
-    x = x.astype(DTYPES[src])
+    with np.errstate(over="ignore"):
+        x = x.astype(DTYPES[src])
     r = rng.integers(0, np.iinfo(DTYPES[rnd]).max, size=x.size, dtype=DTYPES[rnd], endpoint=True)
     text = f"""
 HloModule stochastic

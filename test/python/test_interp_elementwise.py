@@ -3,7 +3,6 @@ on grids of edge values: NaN, +-inf, -0, subnormals, INT_MIN, -1, 0, max, wide s
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest

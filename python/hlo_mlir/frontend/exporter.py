@@ -10,8 +10,9 @@ import itertools
 
 from mlir import ir
 
+from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import BY_OP_NAME, from_mlir_type
-from hlo_mlir.dialects.attributes import kind_of
+from hlo_mlir.dialects.attributes import COMP, COMPS, kind_of
 from hlo_mlir.frontend import opviews  # noqa: F401  (op wrapping without failed imports)
 from hlo_mlir.frontend.ir_gen import ELIDED, MODULE_ATTRS, MODULE_NAME, NAME, POSITION, SHAPE, STACK_FRAMES
 from hlo_mlir.frontend.literals import attr_to_array, format_literal
@@ -63,16 +64,6 @@ class _Names:
                 return name
 
 
-def _shape_text(t: ir.Type, written: ir.Attribute | None) -> str:
-    typ = from_mlir_type(t)
-    plain = str(typ)
-    if written is not None:
-        text = ir.StringAttr(written).value
-        if strip_layouts(text).replace("<=", "") == plain.replace("<=", "") or strip_layouts(text) == plain:
-            return text
-    return plain
-
-
 def _literal_text(attr: ir.Attribute, t: HloType) -> str:
     if isinstance(t, TupleType):
         return "(" + ", ".join(_literal_text(a, e) for a, e in zip(ir.ArrayAttr(attr), t.elements)) + ")"
@@ -81,7 +72,11 @@ def _literal_text(attr: ir.Attribute, t: HloType) -> str:
 
 
 def export_module(module: ir.Module) -> str:
-    """The HLO text of a module of the hlo dialect."""
+    """The HLO text of a module of the hlo dialect.
+
+    Computations are printed callees first (XLA's parser needs a computation defined before an
+    attribute names it), otherwise in module order.
+    """
     names = _Names(module)
     mattrs = module.operation.attributes
     name = ir.StringAttr(mattrs[MODULE_NAME]).value if MODULE_NAME in mattrs else "module"
@@ -91,15 +86,68 @@ def export_module(module: ir.Module) -> str:
     out = [header, ""]
     if STACK_FRAMES in mattrs:
         out += [ir.StringAttr(mattrs[STACK_FRAMES]).value, ""]
+    texts: dict[str, list[str]] = {}
+    calls: dict[str, list[str]] = {}
+    types = _TypeTexts()
     for fn in module.body.operations:
         if fn.operation.name != "func.func":
-            raise ValueError(f"cannot export {fn.operation.name} as HLO")
-        out += _computation(fn, names)
+            raise HloError(f"cannot export {fn.operation.name} as HLO: only func.func computations")
+        fname = ir.StringAttr(fn.attributes["sym_name"]).value
+        texts[fname], calls[fname] = _computation(fn, names, types)
+    for fname in _callees_first(list(texts), calls):
+        out += texts[fname]
         out.append("")
     return "\n".join(out)
 
 
-def _computation(fn: ir.Operation, names: _Names) -> list[str]:
+def _callees_first(order: list[str], calls: dict[str, list[str]]) -> list[str]:
+    """Module order, except that every computation comes after the computations it names."""
+    out: list[str] = []
+    state: dict[str, int] = {}
+
+    def visit(name: str) -> None:
+        if state.get(name):
+            return  # done, or a cycle (not valid HLO; printed in module order)
+        state[name] = 1
+        for callee in calls.get(name, ()):
+            if callee in calls:
+                visit(callee)
+        state[name] = 2
+        out.append(name)
+
+    for name in order:
+        visit(name)
+    return out
+
+
+class _TypeTexts:
+    """HLO shape text of MLIR types, cached per export (str() of an MLIR type is not cheap)."""
+
+    def __init__(self) -> None:
+        self.plain: dict[ir.Type, str] = {}
+        self.hlo: dict[ir.Type, HloType] = {}
+
+    def hlo_type(self, t: ir.Type) -> HloType:
+        h = self.hlo.get(t)
+        if h is None:
+            h = self.hlo[t] = from_mlir_type(t)
+        return h
+
+    def text(self, t: ir.Type, written: ir.Attribute | None) -> str:
+        plain = self.plain.get(t)
+        if plain is None:
+            plain = self.plain[t] = str(self.hlo_type(t))
+        if written is not None:
+            text = ir.StringAttr(written).value
+            # The written text (layouts, <= bounds) still describes the type: keep it.
+            bare = strip_layouts(text)
+            if bare == plain or bare.replace("<=", "") == plain:
+                return text
+        return plain
+
+
+def _computation(fn: ir.Operation, names: _Names, types: _TypeTexts) -> tuple[list[str], list[str]]:
+    """The computation's lines, and the computations its instructions name."""
     attrs = fn.attributes
     fname = ir.StringAttr(attrs["sym_name"]).value
     is_entry = "sym_visibility" not in attrs or ir.StringAttr(attrs["sym_visibility"]).value == "public"
@@ -108,6 +156,7 @@ def _computation(fn: ir.Operation, names: _Names) -> list[str]:
     value_names: dict[ir.Value, str] = {}
     value_shapes: dict[ir.Value, str] = {}
     lines: list[str] = []
+    callees: list[str] = []
     params = []
     positions: list[tuple[int, int]] = []  # (written position, line index) of placed parameters
     ret = block.operations[len(block.operations) - 1]
@@ -115,7 +164,7 @@ def _computation(fn: ir.Operation, names: _Names) -> list[str]:
     for i, arg in enumerate(block.arguments):
         d = ir.DictAttr(arg_attrs[i]) if i < len(arg_attrs) else None
         pname = ir.StringAttr(d[NAME]).value if d is not None and NAME in d else names.fresh("Arg_" + str(i))
-        shape = _shape_text(arg.type, d[SHAPE] if d is not None and SHAPE in d else None)
+        shape = types.text(arg.type, d[SHAPE] if d is not None and SHAPE in d else None)
         value_names[arg] = pname
         value_shapes[arg] = shape
         params.append(f"{pname}: {shape}")
@@ -129,22 +178,29 @@ def _computation(fn: ir.Operation, names: _Names) -> list[str]:
             continue
         info = BY_OP_NAME.get(op.operation.name)
         if info is None:
-            raise ValueError(f"cannot export {op.operation.name} as HLO")
+            raise HloError(f"cannot export {op.operation.name} as HLO: not an op of the hlo dialect")
         oattrs = op.attributes
         iname = ir.StringAttr(oattrs[NAME]).value if NAME in oattrs else names.fresh(info.opcode)
         result = op.results[0]
-        shape = _shape_text(result.type, oattrs[SHAPE] if SHAPE in oattrs else None)
+        shape = types.text(result.type, oattrs[SHAPE] if SHAPE in oattrs else None)
         value_names[result] = iname
         value_shapes[result] = shape
         if info.opcode == "constant":
             if ELIDED in oattrs:
                 args = "{...}"
             else:
-                args = _literal_text(oattrs["value"], from_mlir_type(result.type))
+                args = _literal_text(oattrs["value"], types.hlo_type(result.type))
         else:
             args = ", ".join(f"{value_shapes[v]} %{value_names[v]}" for v in op.operands)
         prefix = "ROOT " if root == result else ""
-        lines.append(f"  {prefix}%{iname} = {shape} {info.opcode}({args}){_attr_text(_hlo_attrs(oattrs))}")
+        hattrs = _hlo_attrs(oattrs)
+        for n, a in hattrs.items():
+            kind = kind_of(n)
+            if kind is COMP:
+                callees.append(ir.FlatSymbolRefAttr(a).value)
+            elif kind is COMPS:
+                callees.extend(ir.FlatSymbolRefAttr(x).value for x in ir.ArrayAttr(a))
+        lines.append(f"  {prefix}%{iname} = {shape} {info.opcode}({args}){_attr_text(hattrs)}")
     if positions:
         lines = _place_parameters(lines, len(block.arguments), sorted(positions))
     result_shape = value_shapes[root] if root is not None else "()"
@@ -152,7 +208,7 @@ def _computation(fn: ir.Operation, names: _Names) -> list[str]:
     tail = "}"
     if MODULE_ATTRS in attrs:
         tail += _attr_text(attr_items(ir.DictAttr(attrs[MODULE_ATTRS])))
-    return [head, *lines, tail]
+    return [head, *lines, tail], callees
 
 
 def _place_parameters(lines: list[str], num_params: int, positions: list[tuple[int, int]]) -> list[str]:

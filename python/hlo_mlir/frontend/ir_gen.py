@@ -14,7 +14,7 @@ shapes) happen here and raise HloError at the offending token.
 from __future__ import annotations
 
 import difflib
-from typing import Sequence
+from collections.abc import Sequence
 
 from mlir import ir
 from mlir.dialects import func
@@ -107,7 +107,8 @@ class _Gen:
         entry = entries[0] if entries else comps[-1]
         module = ir.Module.create(self.loc(tree.pos) if tree.pos else ir.Location.unknown())
         mattrs = module.operation.attributes
-        mattrs[MODULE_NAME] = ir.StringAttr.get(tree.name or "module")
+        # Without a header XLA names the module after its entry computation.
+        mattrs[MODULE_NAME] = ir.StringAttr.get(tree.name or f"module_{entry.name}")
         if tree.stack_frames:
             mattrs[STACK_FRAMES] = ir.StringAttr.get(tree.stack_frames)
         header = self.attributes(tree.attributes)
@@ -297,9 +298,7 @@ class _Gen:
                         )
                 operands.append(v)
             if not info.arity_ok(len(operands)):
-                raise self.error(
-                    f"{ins.opcode} expects {info.arity_text()}, got {len(operands)}", ins.opcode_pos
-                )
+                raise self.error(f"{ins.opcode} expects {info.arity_text()}, got {len(operands)}", ins.opcode_pos)
         op = ir.Operation.create(
             info.op_name,
             results=[self.mlir_type(result_type)],

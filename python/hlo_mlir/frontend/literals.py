@@ -174,26 +174,51 @@ def format_scalar(v: np.generic, et: ElementType) -> str:
     if et.is_pred:
         return "true" if v else "false"
     if et.is_complex:
+        part = np.float32 if et.hlo == "c64" else np.float64
         c = complex(v)
-        return f"({_fmt_float(c.real)}, {_fmt_float(c.imag)})"
+        return f"({_fmt_float(part(c.real))}, {_fmt_float(part(c.imag))})"
     if et.is_integer:
         return str(int(v))
     return _fmt_float(v)
 
 
-def _fmt_float(x: object) -> str:
-    text = str(x)
-    if text in ("nan", "-nan", "inf", "-inf"):
-        return text
-    return text[:-2] if text.endswith(".0") else text
+def _fmt_float(x: np.generic) -> str:
+    """The shortest text that reads back as the same value of x's type (`-nan` keeps its sign)."""
+    if x.dtype.itemsize >= 4:
+        text = str(x)  # NumPy's shortest round-tripping repr: 0.1, 16777216.0, 1e+20, inf, nan
+        if text[-1] == "n":
+            return "-nan" if np.signbit(x) else "nan"
+        return text.removesuffix(".0")
+    # bf16, f16, f8, f4: ml_dtypes prints 6 digits (bf16 0.1 as 0.100098), so search the shortest.
+    f = float(x)
+    if f != f:
+        return "-nan" if np.signbit(f) else "nan"
+    if f in (float("inf"), float("-inf")):
+        return "inf" if f > 0 else "-inf"
+    if f.is_integer() and abs(f) < 1e7:
+        return ("-" if np.signbit(f) else "") + str(abs(int(f)))  # exact: 448, 65504, -0
+    same = x.dtype.type
+    with np.errstate(all="ignore"):  # candidates may overflow the type: they just don't match
+        return next((t for p in range(1, 10) if same(float(t := f"{f:.{p}g}")) == x), repr(f))
 
 
 def format_literal(arr: np.ndarray, t: ArrayType) -> str:
     """XLA's literal text: nested braces, row-major."""
+    et = t.element
+    arr = np.asarray(arr)
+    if et.is_pred:
+        items = ["true" if v else "false" for v in arr.ravel().tolist()]
+    elif et.is_integer:
+        items = [str(int(v)) for v in arr.ravel().tolist()]
+    else:
+        items = [format_scalar(v, et) for v in arr.ravel()]
+    if arr.ndim == 0:
+        return items[0]
 
-    def rec(a: np.ndarray) -> str:
-        if a.ndim == 0:
-            return format_scalar(a[()], t.element)
-        return "{" + ", ".join(rec(x) for x in a) + "}"
+    def rec(dim: int, start: int) -> str:
+        if dim == arr.ndim - 1:
+            return "{" + ", ".join(items[start : start + arr.shape[dim]]) + "}"
+        step = int(np.prod(arr.shape[dim + 1 :], dtype=np.int64))
+        return "{" + ", ".join(rec(dim + 1, start + i * step) for i in range(arr.shape[dim])) + "}"
 
-    return rec(np.asarray(arr))
+    return rec(0, 0)

@@ -9,6 +9,7 @@ from hlo_mlir.types import BY_HLO, DYNAMIC, ArrayType, HloType, OpaqueType, Toke
 
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\](?:\{([^}]*)\})?")
 _DIM = re.compile(r"(<=)?([0-9]+)|\?")
+_MAX_DIM = 2**63 - 1  # XLA's and MLIR's dimensions are int64
 
 
 class ShapeError(ValueError):
@@ -49,7 +50,11 @@ def parse_array_shape(text: str) -> tuple[HloType, str | None]:
                 dims.append(DYNAMIC)
                 bounded.append(False)
             else:
-                dims.append(int(dm.group(2)))
+                size = int(dm.group(2))
+                if size > _MAX_DIM:
+                    at = offset + len(part) - len(part.lstrip())
+                    raise ShapeError(f"dimension {size} in shape '{text}' is too large (the limit is 2^63-1)", at)
+                dims.append(size)
                 bounded.append(dm.group(1) is not None)
             offset += len(part) + 1
     if layout is not None:

@@ -38,21 +38,21 @@ class Value:
     `text` is the value's exact source text (for separators: the separator).
     """
 
-    __slots__ = ("kind", "text", "pos", "_children")
+    __slots__ = ("_children", "kind", "pos", "text")
 
-    def __init__(self, kind: str, text: str, pos: Pos, children: list["Value"] | None = None) -> None:
+    def __init__(self, kind: str, text: str, pos: Pos, children: list[Value] | None = None) -> None:
         self.kind = kind
         self.text = text
         self.pos = pos
         self._children = children  # None: a flat brace group, split on first access
 
     @property
-    def children(self) -> list["Value"]:
+    def children(self) -> list[Value]:
         if self._children is None:
             self._children = self._split_flat()
         return self._children
 
-    def _split_flat(self) -> list["Value"]:
+    def _split_flat(self) -> list[Value]:
         text, out = self.text, []
         end = len(text) - 1
         i = 1
@@ -69,11 +69,11 @@ class Value:
                 out.append(Value("string" if string is not None else "atom", string or atom, p, []))
             i = m.end()
 
-    def items(self) -> list["Value"]:
+    def items(self) -> list[Value]:
         """Children without the separating commas."""
         return [c for c in self.children if c.kind != "comma"]
 
-    def groups(self) -> list[list["Value"]]:
+    def groups(self) -> list[list[Value]]:
         """Children split at commas: `{a=1 b=2, c}` -> [[a,=,1,b,=,2],[c]]."""
         out: list[list[Value]] = [[]]
         for c in self.children:
@@ -106,11 +106,13 @@ class Shape:
     kind: str
     pos: Pos
     text: str = ""
-    elements: list["Shape"] = field(default_factory=list)
+    elements: list[Shape] = field(default_factory=list)
 
 
 # The grammar's NUMBER and NAME terminals (hlo.lark), for the items of flat brace literals.
-NUMBER_RE = r"[-+]?(?:(?:inf|nan)(?![A-Za-z0-9_.\-])|[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9]+(?:[eE][-+]?[0-9]+)?)"
+NUMBER_RE = (
+    r"[-+]?(?:(?:inf|nan)(?![A-Za-z0-9_.\-])|[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9]+(?:[eE][-+]?[0-9]+)?)"
+)
 NAME_RE = r"%?[A-Za-z_][A-Za-z0-9_.\-]*"
 _NUMBER = re.compile(NUMBER_RE)
 _SCALAR = rf"\s*+(?:{NUMBER_RE}|{NAME_RE})\s*+"
@@ -126,10 +128,10 @@ class Literal:
     access of `children`; `flat_items` gives just their texts (the fast path for constants).
     """
 
-    __slots__ = ("kind", "pos", "text", "_children", "shape", "flat")
+    __slots__ = ("_children", "flat", "kind", "pos", "shape", "text")
 
     def __init__(
-        self, kind: str, pos: Pos, text: str = "", children: list["Literal"] | None = None, flat: str | None = None
+        self, kind: str, pos: Pos, text: str = "", children: list[Literal] | None = None, flat: str | None = None
     ) -> None:
         self.kind = kind
         self.pos = pos
@@ -139,7 +141,7 @@ class Literal:
         self.flat = flat
 
     @property
-    def children(self) -> list["Literal"]:
+    def children(self) -> list[Literal]:
         if self._children is None:
             self._children = self._split_flat()
         return self._children
@@ -150,7 +152,7 @@ class Literal:
         inner = self.flat[1:-1]
         return [t.strip() for t in inner.split(",")] if inner.strip() else []
 
-    def _split_flat(self) -> list["Literal"]:
+    def _split_flat(self) -> list[Literal]:
         text, out = self.flat or "", []
         if not text[1:-1].strip():
             return out
