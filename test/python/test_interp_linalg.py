@@ -16,12 +16,11 @@ import pytest
 from jax import lax
 from jax._src import xla_bridge
 from jax._src.lib import xla_client
-import hlo_mlir
-from hlo_mlir.oracle import run_xla, xla_available
 
 from hlo_mlir.interpreter import ops_linalg  # noqa: F401  (registers the kernels)
 from hlo_mlir.interpreter.registry import KERNELS
 from hlo_mlir.types import BY_DTYPE, ArrayType, HloType
+from xla_compare import assert_outputs, e2e, needs_xla
 
 
 @dataclass
@@ -180,26 +179,6 @@ def test_triangular_solve_real_batched() -> None:
 # ----------------------------------------------------------------------------- HLO text, end to end
 
 
-def e2e(text: str, *args: np.ndarray) -> tuple[list, list]:
-    """Our interpreter and XLA CPU on the same HLO text."""
-    return hlo_mlir.load(text).run(*args), run_xla(text, list(args))
-
-
-def assert_outputs(ours: list, ref: list, tol: float = 0.0) -> None:
-    assert len(ours) == len(ref)
-    for o, r in zip(ours, ref):
-        o, r = np.asarray(o), np.asarray(r)
-        assert o.dtype == r.dtype and o.shape == r.shape, (o.dtype, o.shape, r.dtype, r.shape)
-        if tol:
-            np.testing.assert_allclose(o.astype(np.complex128 if o.dtype.kind == "c" else
-                                                np.float64),
-                                       r.astype(np.complex128 if r.dtype.kind == "c" else
-                                                np.float64), rtol=tol, atol=tol)
-        else:
-            assert o.tobytes() == r.tobytes(), (o, r)
-
-
-needs_xla = pytest.mark.skipif(not xla_available(), reason="XLA oracle unavailable")
 
 
 LINALG_TEXT = """HloModule m
