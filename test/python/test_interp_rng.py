@@ -13,6 +13,7 @@ import pytest
 from jax import lax
 from jax._src import xla_bridge
 from jax._src.lib import xla_client
+import hlo_mlir
 from hlo_mlir.oracle import run_xla
 
 from hlo_mlir.interpreter import ops_rng  # noqa: F401  (registers the kernels)
