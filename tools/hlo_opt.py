@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from hlo_mlir.tools.common import guarded, read_input, write_output
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def run() -> None:
         text, filename = read_input(args.input)
-        chunks = text.split("// -----") if args.split_input_file else [text]
+        chunks = re.split(r"^// -----[ \t]*$", text, flags=re.M) if args.split_input_file else [text]
         outputs = []
         for i, chunk in enumerate(chunks):
             # Keep line numbers of later chunks true to the file by padding with newlines.

@@ -57,6 +57,8 @@ def parse_literal_text(text: str, filename: str) -> Any:
     from hlo_mlir.module import load
 
     shape, _, literal = text.strip().partition(" ")
+    if not literal:
+        raise HloError(f"{filename}: expected an XLA literal like 'f32[2] {{1, 2}}'")
     module = load(f"HloModule literal\nENTRY e {{\n  ROOT c = {shape} constant({literal})\n}}\n", filename=filename)
     return module.run()[0]
 
@@ -69,6 +71,9 @@ def load_inputs(paths: Sequence[str], types: Sequence[HloType]) -> list[Any]:
             if missing:
                 raise HloError(f"{paths[0]}: missing input(s) {', '.join(missing)} (keys must be arg0, arg1, ...)")
             return [data[f"arg{i}"] for i in range(len(types))]
+    if len(paths) != len(types):
+        raise HloError(f"got {len(paths)} input file(s) for {len(types)} parameter(s): give one .npz, "
+                       "or one .npy / literal-text file per parameter")
     out = []
     for p in paths:
         if p.endswith(".npy"):

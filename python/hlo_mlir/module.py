@@ -43,10 +43,23 @@ class Module:
         return run_module(self, list(args), **options)
 
 
+def _is_path(source: str) -> bool:
+    """A one-line string naming an existing file (OSError: e.g. a name too long to be one)."""
+    if "\n" in source:
+        return False
+    try:
+        return Path(source).is_file()
+    except OSError:
+        return False
+
+
 def _read(source: str | Path) -> tuple[str, str]:
-    if isinstance(source, Path) or ("\n" not in source and len(source) < 4096 and Path(source).is_file()):
+    if isinstance(source, Path) or _is_path(source):
         path = Path(source)
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise HloError(f"cannot read '{path}': {e.strerror}") from None
         try:
             return data.decode("utf-8"), str(path)
         except UnicodeDecodeError:
@@ -57,7 +70,7 @@ def _read(source: str | Path) -> tuple[str, str]:
 def _looks_like_mlir(text: str, filename: str) -> bool:
     if filename.endswith(".mlir"):
         return True
-    return bool(re.match(r"\s*(module\b|func\.func\b|\"?builtin\.module)", text))
+    return bool(re.match(r"\s*(#loc[0-9]* = loc\(.*\)\s*)*(module\b|func\.func\b|\"?builtin\.module)", text))
 
 
 def load(source: str | Path, filename: str | None = None) -> Module:
