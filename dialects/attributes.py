@@ -61,12 +61,19 @@ class Kind:
     def decode(self, a: ir.Attribute) -> Any:
         raise NotImplementedError
 
+    def from_value(self, value: Any) -> ir.Attribute:
+        """The inverse of `decode`: what passes and the builder use to create attributes."""
+        raise NotImplementedError
+
 
 class Raw(Kind):
     """Kept verbatim: exported exactly as written."""
 
     def encode(self, v: Value, raw: str) -> ir.Attribute:
         return ir.StringAttr.get(raw)
+
+    def from_value(self, value: Any) -> ir.Attribute:
+        return ir.StringAttr.get(str(value))
 
     def export(self, a: ir.Attribute) -> str:
         return ir.StringAttr(a).value
@@ -88,6 +95,9 @@ class Ints(Kind):
     def decode(self, a: ir.Attribute) -> Any:
         return tuple(ir.DenseI64ArrayAttr(a))
 
+    def from_value(self, value: Any) -> ir.Attribute:
+        return ir.DenseI64ArrayAttr.get([int(x) for x in value])
+
 
 class Int(Kind):
     description = "an integer"
@@ -100,6 +110,9 @@ class Int(Kind):
 
     def decode(self, a: ir.Attribute) -> Any:
         return ir.IntegerAttr(a).value
+
+    def from_value(self, value: Any) -> ir.Attribute:
+        return _i64(int(value))
 
 
 class Float(Kind):
@@ -117,6 +130,9 @@ class Float(Kind):
     def decode(self, a: ir.Attribute) -> Any:
         return ir.FloatAttr(a).value
 
+    def from_value(self, value: Any) -> ir.Attribute:
+        return ir.FloatAttr.get_f64(float(value))
+
 
 class Bool(Kind):
     description = "true or false"
@@ -131,6 +147,9 @@ class Bool(Kind):
 
     def decode(self, a: ir.Attribute) -> Any:
         return ir.BoolAttr(a).value
+
+    def from_value(self, value: Any) -> ir.Attribute:
+        return ir.BoolAttr.get(bool(value))
 
 
 class Enum(Kind):
@@ -150,6 +169,11 @@ class Enum(Kind):
 
     def decode(self, a: ir.Attribute) -> Any:
         return ir.StringAttr(a).value
+
+    def from_value(self, value: Any) -> ir.Attribute:
+        if self.values and value not in self.values:
+            raise ValueError(f"expected {self.description}, got '{value}'")
+        return ir.StringAttr.get(str(value))
 
 
 def unquote(text: str) -> str:
@@ -174,6 +198,9 @@ class Str(Kind):
     def decode(self, a: ir.Attribute) -> Any:
         return ir.StringAttr(a).value
 
+    def from_value(self, value: Any) -> ir.Attribute:
+        return ir.StringAttr.get(str(value))
+
 
 def _comp_name(v: Value) -> str:
     if v.kind != "atom":
@@ -193,6 +220,9 @@ class Comp(Kind):
     def decode(self, a: ir.Attribute) -> Any:
         return ir.FlatSymbolRefAttr(a).value
 
+    def from_value(self, value: Any) -> ir.Attribute:
+        return ir.FlatSymbolRefAttr.get(str(value).lstrip("%"))
+
 
 class Comps(Kind):
     description = "a list of computations like {%a, %b}"
@@ -206,6 +236,9 @@ class Comps(Kind):
 
     def decode(self, a: ir.Attribute) -> Any:
         return tuple(ir.FlatSymbolRefAttr(x).value for x in ir.ArrayAttr(a))
+
+    def from_value(self, value: Any) -> ir.Attribute:
+        return ir.ArrayAttr.get([ir.FlatSymbolRefAttr.get(str(v).lstrip("%")) for v in value])
 
 
 _WINDOW_KEYS = ("size", "stride", "pad", "lhs_dilate", "rhs_dilate", "rhs_reversal")
@@ -269,6 +302,20 @@ class WindowKind(Kind):
             tuple(bool(x) for x in get.get("rhs_reversal", (0,) * n)),
         )
 
+    def from_value(self, value: Any) -> ir.Attribute:
+        """Fields at their default are left out, as XLA prints them."""
+        w: Window = value
+        pad = [p for lo, hi in zip(w.pad_low, w.pad_high) for p in (lo, hi)]
+        fields = {
+            "size": list(w.size),
+            "stride": list(w.stride) if any(x != 1 for x in w.stride) else None,
+            "pad": pad if any(pad) else None,
+            "lhs_dilate": list(w.lhs_dilate) if any(x != 1 for x in w.lhs_dilate) else None,
+            "rhs_dilate": list(w.rhs_dilate) if any(x != 1 for x in w.rhs_dilate) else None,
+            "rhs_reversal": [int(x) for x in w.reversal] if any(w.reversal) else None,
+        }
+        return ir.DictAttr.get({k: ir.DenseI64ArrayAttr.get(v) for k, v in fields.items() if v is not None})
+
 
 def _pad_pair(part: str) -> list[str]:
     m = re.fullmatch(r"(-?[0-9]+)_(-?[0-9]+)", part)
@@ -303,6 +350,23 @@ def parse_dim_labels(text: str) -> ConvDims:
     )  # fmt: skip
 
 
+def format_dim_labels(d: ConvDims) -> str:
+    """The inverse of `parse_dim_labels`."""
+
+    def side(rank: int, first: tuple[int, str], second: tuple[int, str], spatial: tuple[int, ...]) -> str:
+        chars = [""] * rank
+        chars[first[0]], chars[second[0]] = first[1], second[1]
+        for i, dim in enumerate(spatial):
+            chars[dim] = str(i)
+        return "".join(chars)
+
+    rank = len(d.input_spatial) + 2
+    lhs = side(rank, (d.input_batch, "b"), (d.input_feature, "f"), d.input_spatial)
+    rhs = side(rank, (d.kernel_input_feature, "i"), (d.kernel_output_feature, "o"), d.kernel_spatial)
+    out = side(rank, (d.output_batch, "b"), (d.output_feature, "f"), d.output_spatial)
+    return f"{lhs}_{rhs}->{out}"
+
+
 class DimLabels(Kind):
     description = "convolution dim_labels like b01f_01io->b01f"
 
@@ -318,6 +382,9 @@ class DimLabels(Kind):
 
     def decode(self, a: ir.Attribute) -> Any:
         return parse_dim_labels(ir.StringAttr(a).value)
+
+    def from_value(self, value: Any) -> ir.Attribute:
+        return ir.StringAttr.get(value if isinstance(value, str) else format_dim_labels(value))
 
 
 class SliceKind(Kind):
@@ -344,6 +411,9 @@ class SliceKind(Kind):
         n = list(ir.DenseI64ArrayAttr(a))
         return tuple((n[i], n[i + 1], n[i + 2]) for i in range(0, len(n), 3))
 
+    def from_value(self, value: Any) -> ir.Attribute:
+        return ir.DenseI64ArrayAttr.get([int(x) for triple in value for x in triple])
+
 
 class Padding(Kind):
     description = "a padding config like 0_1x2_2_1"
@@ -369,6 +439,9 @@ class Padding(Kind):
     def decode(self, a: ir.Attribute) -> Any:
         n = list(ir.DenseI64ArrayAttr(a))
         return tuple((n[i], n[i + 1], n[i + 2]) for i in range(0, len(n), 3))
+
+    def from_value(self, value: Any) -> ir.Attribute:
+        return ir.DenseI64ArrayAttr.get([int(x) for triple in value for x in triple])
 
 
 def expand_iota_groups(text: str) -> tuple[tuple[int, ...], ...]:
@@ -416,6 +489,9 @@ class ReplicaGroups(Kind):
             return expand_iota_groups(ir.StringAttr(a).value)
         return tuple(tuple(ir.DenseI64ArrayAttr(g)) for g in ir.ArrayAttr(a))
 
+    def from_value(self, value: Any) -> ir.Attribute:
+        return ir.ArrayAttr.get([ir.DenseI64ArrayAttr.get([int(x) for x in g]) for g in value])
+
 
 class Pairs(Kind):
     description = "pairs like {{0,1},{1,2}}"
@@ -437,6 +513,9 @@ class Pairs(Kind):
         n = list(ir.DenseI64ArrayAttr(a))
         return tuple((n[i], n[i + 1]) for i in range(0, len(n), 2))
 
+    def from_value(self, value: Any) -> ir.Attribute:
+        return ir.DenseI64ArrayAttr.get([int(x) for pair in value for x in pair])
+
 
 class Words(Kind):
     description = "a list like {high,default}"
@@ -453,6 +532,9 @@ class Words(Kind):
 
     def decode(self, a: ir.Attribute) -> Any:
         return tuple(ir.StringAttr(x).value for x in ir.ArrayAttr(a))
+
+    def from_value(self, value: Any) -> ir.Attribute:
+        return ir.ArrayAttr.get([ir.StringAttr.get(str(x)) for x in value])
 
 
 RAW, INTS, INT, FLOAT, BOOL = Raw(), Ints(), Int(), Float(), Bool()
@@ -502,6 +584,11 @@ KINDS: dict[str, Kind] = {
 
 def kind_of(name: str) -> Kind:
     return KINDS.get(name, RAW)
+
+
+def encode_value(name: str, value: Any) -> ir.Attribute:
+    """The MLIR attribute for a decoded Python value of attribute `name` (needs an active context)."""
+    return kind_of(name).from_value(value)
 
 
 def decode_all(attrs: ir.OpAttributeMap) -> dict[str, Any]:

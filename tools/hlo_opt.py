@@ -7,7 +7,8 @@ import re
 import sys
 
 from hlo_mlir.tools.common import guarded, read_input, write_output
-from hlo_mlir.module import load
+from hlo_mlir.diagnostics import HloError
+from hlo_mlir.module import Module, load
 
 EMITS = ("hlo", "mlir")
 
@@ -19,11 +20,51 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--emit", choices=EMITS, default="hlo", help="output form")
     p.add_argument("--split-input-file", action="store_true", help="process chunks separated by '// -----'")
     p.add_argument("--mlir-print-debuginfo", action="store_true", help="print locations with --emit=mlir")
+    g = p.add_argument_group("passes")
+    g.add_argument("--passes", help="comma-separated passes to run, e.g. dce,cse or constant-fold{size-limit=64}")
+    g.add_argument("--pass-pipeline", help="MLIR-style pipeline, e.g. 'builtin.module(cse,dce)'")
+    g.add_argument("--pipeline", help="a named pipeline (default, simplify)")
+    g.add_argument("--list-passes", action="store_true", help="list passes and pipelines, then exit")
+    g.add_argument("--print-ir-after-all", "--mlir-print-ir-after-all", action="store_true",
+                   help="print the module after every pass (to stderr)")
+    g.add_argument("--print-ir-after", "--mlir-print-ir-after", action="append", default=[], metavar="NAME",
+                   help="print the module after pass NAME (repeatable)")
+    g.add_argument("--print-ir-before", "--mlir-print-ir-before", action="append", default=[], metavar="NAME",
+                   help="print the module before pass NAME (repeatable)")
+    g.add_argument("--timing", "--mlir-timing", action="store_true", help="print per-pass times (to stderr)")
     return p
+
+
+def _list_passes() -> str:
+    from hlo_mlir.passes.pipeline import PIPELINES
+    from hlo_mlir.passes.registry import PASSES
+
+    width = max(len(n) for n in [*PASSES, *PIPELINES])
+    lines = ["Passes:"] + [f"  {p.name:<{width}}  {p.description}" for p in PASSES.values()]
+    lines += ["Pipelines (--pipeline=NAME):"] + [f"  {n:<{width}}  {d} = {t}" for n, (t, d) in PIPELINES.items()]
+    return "\n".join(lines)
+
+
+def _pipeline_text(args: argparse.Namespace) -> str | None:
+    given = [x for x in (args.passes, args.pass_pipeline, args.pipeline) if x]
+    if len(given) > 1:
+        raise HloError("give only one of --passes, --pass-pipeline and --pipeline")
+    return given[0] if given else None
+
+
+def _run_passes(module: Module, args: argparse.Namespace) -> None:
+    from hlo_mlir.passes import apply
+
+    pipeline = _pipeline_text(args)
+    if pipeline is None:
+        return
+    apply(module, pipeline, stream=sys.stderr, before=frozenset(args.print_ir_before),
+          after=frozenset(args.print_ir_after), after_all=args.print_ir_after_all, timing=args.timing)
 
 
 def _process(text: str, filename: str, args: argparse.Namespace) -> str:
     module = load(text, filename=filename)
+    _run_passes(module, args)
     if args.emit == "mlir":
         return module.to_mlir(debug_info=args.mlir_print_debuginfo)
     return module.to_hlo()
@@ -33,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def run() -> None:
+        if args.list_passes:
+            write_output(args.output, _list_passes())
+            return
         text, filename = read_input(args.input)
         chunks = re.split(r"^// -----[ \t]*$", text, flags=re.M) if args.split_input_file else [text]
         outputs = []

@@ -1,0 +1,65 @@
+"""The passes `hlo-opt --passes` knows: name (the flag), module, one-line description.
+
+Modules are imported only when their pass runs, so listing passes or running one does not load
+the others (the lowering in particular). A pass module defines
+`run(module: ir.Module, options: Mapping[str, str]) -> bool`, returning whether it changed the
+module; it runs inside the module's context and raises `HloError` on bad options or input.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from mlir import ir
+
+from hlo_mlir.diagnostics import HloError
+
+PassFn = Callable[[ir.Module, Mapping[str, str]], bool]
+
+
+@dataclass(frozen=True)
+class PassInfo:
+    name: str
+    module: str  # under hlo_mlir.passes
+    description: str
+
+    def load(self) -> PassFn:
+        return importlib.import_module(f"hlo_mlir.passes.{self.module}").run  # type: ignore[no-any-return]
+
+
+PASSES: dict[str, PassInfo] = {
+    p.name: p
+    for p in (
+        PassInfo("dce", "dce", "remove instructions and computations nothing uses (side effects are kept)"),
+        PassInfo("cse", "cse", "merge identical instructions with identical operands (never side-effecting ones)"),
+        PassInfo("inline", "inline", "replace each call by the body of the computation it calls"),
+        PassInfo("tuple-simplify", "tuple_simplify", "fold get-tuple-element of tuple and tuple of its own elements"),
+        PassInfo("constant-fold", "constant_fold", "evaluate instructions of constants with the interpreter"
+                 " (option size-limit=N elements, default 65536)"),
+        PassInfo("algebraic-simplify", "algebraic_simplify", "algebraic identities and no-op removal in the spirit"
+                 " of XLA's AlgebraicSimplifier"),
+        PassInfo("reshape-simplify", "reshape_simplify", "cancel reshape/bitcast chains whose composed indexing map"
+                 " is the identity, and merge the rest"),
+        PassInfo("while-simplify", "while_simplify", "remove while loops that run zero times and unroll those that"
+                 " run once"),
+        PassInfo("batchnorm-expand", "batchnorm_expand", "rewrite batch-norm-training/inference/grad as arithmetic"
+                 " and reduces"),
+        PassInfo("dot-decompose", "dot_decompose", "put every dot in canonical form: batch, free and contracting"
+                 " dims in order, via transposes and reshapes"),
+        PassInfo("fusion", "fusion", "producer-consumer loop and input fusion into fusion computations,"
+                 " decided with the indexing analysis"),
+    )
+}
+
+
+def lookup(name: str) -> PassInfo:
+    """The pass called `name`; an unknown name is an error listing close matches."""
+    info = PASSES.get(name)
+    if info is None:
+        close = difflib.get_close_matches(name, list(PASSES), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise HloError(f"unknown pass '{name}'{hint} (hlo-opt --list-passes lists them)")
+    return info
