@@ -208,6 +208,7 @@ class _Build(Transformer):
     v_brace = _group("brace")
     v_bracket = _group("bracket")
     v_paren = _group("paren")
+    v_parens = v_paren
 
 
 def _nodes(children: list) -> list:  # type: ignore[type-arg]
