@@ -23,7 +23,7 @@ SIDE_EFFECTING = frozenset({
     "rng", "rng-get-and-update-state", "infeed", "outfeed", "send", "send-done", "recv", "recv-done",
     "all-reduce", "all-reduce-start", "all-reduce-done", "all-gather", "all-gather-start", "all-gather-done",
     "all-to-all", "reduce-scatter", "collective-permute", "collective-permute-start",
-    "collective-permute-done", "collective-broadcast", "collective-reduce", "cross-replica-sum",
+    "collective-permute-done", "collective-broadcast", "collective-reduce",
     "after-all", "add-dependency",
 })
 

@@ -85,6 +85,15 @@ def load(source: str | Path, filename: str | None = None) -> Module:
         return Module(import_module(tree, text, name), ctx, name)
 
 
+def _name_op(message: str, text: str, line: int, col: int) -> str:
+    """MLIR's diagnostics say `op expects ...`; name the op written at the location, as mlir-opt does."""
+    if not message.startswith("op "):
+        return message
+    lines = text.splitlines()
+    m = re.match(r'"([A-Za-z_][\w.$]*)"', lines[line - 1][col - 1 :]) if 1 <= line <= len(lines) else None
+    return f"'{m.group(1)}' {message}" if m else message
+
+
 def _parse_mlir(text: str, filename: str) -> ir.Module:
     try:
         return ir.Module.parse(text)
@@ -93,6 +102,7 @@ def _parse_mlir(text: str, filename: str) -> ir.Module:
         if diag is not None:
             m = re.match(r'loc\("[^"]*":(\d+):(\d+)\)', str(diag.location))
             if m:
-                raise HloError(diag.message, SourceLocation(filename, int(m.group(1)), int(m.group(2))), text) from None
+                line, col = int(m.group(1)), int(m.group(2))
+                raise HloError(_name_op(diag.message, text, line, col), SourceLocation(filename, line, col), text) from None
             raise HloError(diag.message) from None
         raise HloError(str(e)) from None
