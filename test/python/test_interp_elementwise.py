@@ -126,6 +126,30 @@ def test_complex_binary(opcode: str, dtype: str) -> None:
     assert_close(got[finite], want[finite], ulps=4)
 
 
+@pytest.mark.parametrize("dtype", ["c64", "c128"])
+def test_complex_atan2(dtype: str) -> None:
+    """XLA defines atan2 on complex numbers as -i log((x + iy) / sqrt(x^2 + y^2)); finite nonzero values
+    (XLA's special cases at zero and infinity are not matched)."""
+    rng = np.random.default_rng(0)
+    a, b = (make_complex(rng.uniform(-4, 4, 64), rng.uniform(-4, 4, 64), dtype) for _ in range(2))
+    got, want = run_binary("atan2", a, b), xla(lax.atan2, a, b)
+    np.testing.assert_allclose(got, want, rtol=1e-4 if dtype == "c64" else 1e-12, atol=1e-6)
+
+
+@pytest.mark.parametrize("opcode", ["remainder", "maximum", "minimum"])
+def test_complex_binary_undefined(opcode: str) -> None:
+    a, b = grid("c64")
+    with pytest.raises(Exception, match=f"{opcode} .*not defined on c64"):
+        run_binary(opcode, a, b)
+
+
+@pytest.mark.parametrize("opcode", ["cbrt", "erf", "floor", "ceil", "round-nearest-afz", "round-nearest-even"])
+def test_complex_unary_undefined(opcode: str) -> None:
+    x = edges("c64")
+    with pytest.raises(Exception, match=f"{opcode} .*not defined on c64"):
+        run(opcode, array_type(x), x)
+
+
 @pytest.mark.parametrize("opcode", ["add", "multiply", "maximum", "minimum", "and", "or", "xor"])
 def test_pred_binary(opcode: str) -> None:
     a, b = grid("pred")

@@ -99,6 +99,15 @@ _FLOAT_BINARY: dict[str, Callable[..., np.ndarray]] = {
 }
 
 
+# Complex operands: XLA's shape inference rejects ordering, and its CPU backend has no complex remainder.
+_REAL_ONLY_BINARY = frozenset({"remainder", "maximum", "minimum"})
+
+
+def _complex_atan2(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """XLA's complex atan2: -i * log((x + iy) / sqrt(x^2 + y^2))."""
+    return -1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))
+
+
 def _mulhi(a: np.ndarray, b: np.ndarray, et: ElementType) -> np.ndarray:
     """High half of the double-width product, from 32-bit limbs for 64-bit types."""
     if et.bits <= 32:
@@ -142,9 +151,10 @@ def binary(op: OpView, args: list, ctx: Context) -> Value:
             else:
                 raise InterpreterError(op, f"not defined on {et.hlo}")
             return nm.result(op, y)
-        if name not in _FLOAT_BINARY:
+        if name not in _FLOAT_BINARY or (et.is_complex and name in _REAL_ONLY_BINARY):
             raise InterpreterError(op, f"not defined on {et.hlo}")
-        return nm.result(op, _FLOAT_BINARY[name](nm.float_work(a), nm.float_work(b)))
+        fn = _complex_atan2 if et.is_complex and name == "atan2" else _FLOAT_BINARY[name]
+        return nm.result(op, fn(nm.float_work(a), nm.float_work(b)))
 
 
 @kernel("complex")
@@ -232,6 +242,10 @@ _FLOAT_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 }
 
 
+# XLA's shape inference accepts only floating-point operands for these.
+_REAL_ONLY_UNARY = frozenset({"cbrt", "erf", "floor", "ceil", "round-nearest-afz", "round-nearest-even"})
+
+
 @kernel(*_FLOAT_UNARY)
 def unary(op: OpView, args: list, ctx: Context) -> Value:
     """Unary math: float/complex through `_FLOAT_UNARY`; integer sign/negate/abs wrap."""
@@ -247,6 +261,8 @@ def unary(op: OpView, args: list, ctx: Context) -> Value:
                 return nm.result(op, np.abs(c) if et.is_signed_int else c)
             if name == "sign":
                 return nm.result(op, np.sign(c))
+            raise InterpreterError(op, f"not defined on {et.hlo}")
+        if et.is_complex and name in _REAL_ONLY_UNARY:
             raise InterpreterError(op, f"not defined on {et.hlo}")
         return nm.result(op, _FLOAT_UNARY[name](nm.float_work(x)))
 

@@ -6,10 +6,12 @@ by op family in sibling modules (`ops_*.py`); each registers itself with `@kerne
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Protocol, Sequence, Union
 
 import numpy as np
 
+from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.types import HloType
 
 
@@ -71,6 +73,14 @@ class InterpreterError(Exception):
     def __init__(self, op: OpView, message: str) -> None:
         super().__init__(f"{op.location}: error: {op.opcode} '{op.name}': {message}")
         self.op = op
+        self.message = f"{op.opcode} '{op.name}': {message}"
+
+    def to_hlo_error(self, source: str | None = None) -> HloError:
+        """The diagnostic form: location parsed from the op's `file:line:col`."""
+        m = re.fullmatch(r"(.*):(\d+):(\d+)", self.op.location)
+        if m is None:
+            return HloError(self.message)
+        return HloError(self.message, SourceLocation(m.group(1), int(m.group(2)), int(m.group(3))), source)
 
 
 Kernel = Callable[[OpView, list, Context], Value]

@@ -184,7 +184,7 @@ def _run(interp: Interpreter, args: list[Any]) -> Value:
     try:
         return interp.run(args)
     except InterpreterError as e:
-        raise HloError(str(e)) from None
+        raise e.to_hlo_error() from None
 
 
 def _finish(v: Any) -> Any:
