@@ -95,9 +95,43 @@ def format_value(value: Any, t: HloType) -> str:
     if isinstance(t, TupleType):
         return "(\n" + ",\n".join(format_value(v, e) for v, e in zip(value, t.elements)) + "\n)"
     if isinstance(t, TokenType):
-        return "token[]"
+        return "token"
     assert isinstance(t, ArrayType)
-    return f"{t} {format_literal(np.asarray(value), t)}"
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        return f"{t} {format_literal(arr, t)}"
+    items = ["1" if v else "0" for v in arr.ravel().tolist()] if t.element.is_pred else None
+    if items is None:
+        flat = format_literal(arr.reshape(-1), ArrayType(t.element, (arr.size,)))
+        items = flat[1:-1].split(", ") if arr.size else []
+    return f"{t} {_literal_lines(items, arr.shape)}"
+
+
+def _literal_lines(items: list[str], shape: tuple[int, ...]) -> str:
+    """XLA's Literal::ToString layout: rank 1 on one line; higher ranks one innermost row per line,
+    padded `{ a, b }`, and `/*i<k>=<v>*/` markers on the braces of rank > 3 arrays."""
+    rank = len(shape)
+    if rank == 1:
+        return "{" + ", ".join(items) + "}"
+    pieces: list[str] = []
+
+    def rec(dim: int, start: int, index: list[int]) -> None:
+        n = shape[dim]
+        if dim == rank - 1:
+            pad = " " if n > 1 else ""
+            pieces.append("  {" + pad + ", ".join(items[start : start + n]) + pad + "}")
+            return
+        marker = f" /*i{len(index) - 1}={index[-1]}*/" if rank > 3 and index else ""
+        pieces.append("{" + marker + "\n")
+        step = int(np.prod(shape[dim + 1 :], dtype=np.int64))
+        for i in range(n):
+            rec(dim + 1, start + i * step, index + [i])
+            if i < n - 1:
+                pieces.append(",\n")
+        pieces.append("\n}")
+
+    rec(0, 0, [])
+    return "".join(pieces)
 
 
 def unflatten(values: Sequence[Any], t: HloType) -> Any:
