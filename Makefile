@@ -24,3 +24,4 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/parse_bench.py
+	$(PY) bench/jit_bench.py

@@ -10,7 +10,7 @@ from hlo_mlir.tools.common import guarded, read_input, write_output
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.module import Module, load
 
-EMITS = ("hlo", "mlir")
+EMITS = ("hlo", "mlir", "linalg", "loops", "llvm", "llvm-ir")  # the last four: passes.lower_to_llvm.STAGES
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -67,6 +67,10 @@ def _process(text: str, filename: str, args: argparse.Namespace) -> str:
     _run_passes(module, args)
     if args.emit == "mlir":
         return module.to_mlir(debug_info=args.mlir_print_debuginfo)
+    if args.emit not in ("hlo", "mlir"):
+        from hlo_mlir.passes.lower_to_llvm import emit
+
+        return emit(module, args.emit, text)
     return module.to_hlo()
 
 

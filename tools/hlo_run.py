@@ -19,7 +19,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed for --random-inputs")
     p.add_argument("--outputs", metavar="OUT.npz", help="write results (keys out0, out1, ..., tuples flattened)")
     p.add_argument("--print", action="store_true", help="print results as XLA literals")
-    p.add_argument("--backend", choices=("interpreter",), default="interpreter")
+    p.add_argument("--backend", choices=("interpreter", "jit"), default="interpreter")
+    p.add_argument("--compare", choices=("interpreter",),
+                   help="also run on this backend and report per output the largest absolute/relative error")
+    p.add_argument("--abs-error-bound", type=float, default=1e-3, help="--compare fails beyond this (default 1e-3)")
+    p.add_argument("--rel-error-bound", type=float, default=1e-3, help="--compare fails beyond this (default 1e-3)")
+    p.add_argument("--bench", type=int, metavar="N", help="run N times; last line 'compile_ms=... run_ms_median=...'")
     p.add_argument("--replicas", type=int, default=1, help="run N replicas in one process")
     p.add_argument("--infeed", metavar="FILE.npz",
                    help="values for infeed instructions, in order (keys in0, in1, ...; in0.0, in0.1, ... for "
@@ -32,6 +37,18 @@ def _parser() -> argparse.ArgumentParser:
 def _replica_path(path: str, r: int) -> str:
     """OUT.npz -> OUT.<r>.npz"""
     return f"{path[:-4]}.{r}.npz" if path.endswith(".npz") else f"{path}.{r}.npz"
+
+
+def _compare(got: list, want: list, args: argparse.Namespace) -> None:
+    from hlo_mlir.runtime.measure import compare
+
+    errors = compare(got, want, args.abs_error_bound, args.rel_error_bound)
+    for e in errors:
+        print(e)
+    bad = [f"out{e.index}" for e in errors if not e.ok] + (["output count"] if len(got) != len(want) else [])
+    if bad:
+        raise io.HloError(f"--compare {args.compare}: {', '.join(bad)} beyond the error bounds "
+                          f"(abs {args.abs_error_bound:g}, rel {args.rel_error_bound:g})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,6 +64,11 @@ def main(argv: list[str] | None = None) -> int:
             inputs = io.random_inputs(types, args.seed)
         else:
             raise io.HloError(f"the entry computation takes {len(types)} argument(s): give --inputs or --random-inputs")
+        if args.bench:
+            from hlo_mlir.runtime.measure import bench
+
+            print(bench(module, inputs, args.backend, args.bench))
+            return
         infeed = io.load_infeed(args.infeed) if args.infeed else ()
         outfeed: list = []
         try:
@@ -65,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(io.format_value(io.unflatten(values, result_type), result_type))
             if args.outputs:
                 io.save_outputs(args.outputs if args.replicas == 1 else args.outputs.replace(".npz", f".{r}.npz"), values)
+        if args.compare:
+            _compare(results, module.run(*inputs, backend=args.compare), args)
 
     return guarded(run)
 

@@ -18,10 +18,13 @@ from hlo_mlir.frontend.parser import parse
 class Module:
     """An HLO module held as MLIR in the `hlo` dialect (the one IR every stage reads)."""
 
-    def __init__(self, mlir_module: ir.Module, context: ir.Context, filename: str = "<module>") -> None:
+    def __init__(self, mlir_module: ir.Module, context: ir.Context, filename: str = "<module>",
+                 source: str | None = None) -> None:
         self.mlir = mlir_module
         self.context = context
         self.filename = filename
+        self.source = source  # the text it was read from, for diagnostics' source lines
+
 
     def to_hlo(self) -> str:
         with self.context:
@@ -38,8 +41,14 @@ class Module:
         """Execute the entry computation; returns the results flattened depth-first."""
         from hlo_mlir.interpreter.run import run_module
 
+        if backend == "jit":
+            from hlo_mlir.runtime.jit import run as run_jit
+
+            if options.get("replicas", 1) != 1 or options.get("infeed") or options.get("outfeed"):
+                raise HloError("the jit backend runs one replica without infeed/outfeed")
+            return run_jit(self, list(args))
         if backend != "interpreter":
-            raise HloError(f"unknown backend '{backend}': the available backend is 'interpreter'")
+            raise HloError(f"unknown backend '{backend}': the available backends are 'interpreter' and 'jit'")
         return run_module(self, list(args), **options)
 
 
@@ -80,9 +89,11 @@ def load(source: str | Path, filename: str | None = None) -> Module:
     ctx = new_context()
     with ctx, ir.Location.unknown():
         if _looks_like_mlir(text, name):
-            return Module(_parse_mlir(text, name), ctx, name)
-        tree = parse(text, name)
-        return Module(import_module(tree, text, name), ctx, name)
+            module = Module(_parse_mlir(text, name), ctx, name, text)
+        else:
+            tree = parse(text, name)
+            module = Module(import_module(tree, text, name), ctx, name, text)
+    return module
 
 
 def _name_op(message: str, text: str, line: int, col: int) -> str:

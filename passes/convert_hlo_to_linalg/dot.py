@@ -1,0 +1,67 @@
+"""dot: a linalg.generic contraction over (batch, lhs free, rhs free, contracting) loops."""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith
+
+from hlo_mlir.passes.convert_hlo_to_linalg.core import NARROW_FLOATS, Rewriter, element_mlir_type, rule
+from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import convert_scalar
+
+
+@rule("dot")
+def dot(rw: Rewriter) -> list[ir.Value]:
+    lhs, rhs = rw.operand(0), rw.operand(1)
+    le, re_, oe = rw.operand_element(0), rw.operand_element(1), rw.result_element()
+    if oe.is_complex or le.is_complex:
+        raise rw.unsupported("complex operands")
+    rw.require_floats(le, re_, oe)
+    lshape = list(ir.RankedTensorType(lhs.type).shape)
+    rshape = list(ir.RankedTensorType(rhs.type).shape)
+    lb, rb = list(rw.attrs.get("lhs_batch_dims", ())), list(rw.attrs.get("rhs_batch_dims", ()))
+    lc, rc = list(rw.attrs.get("lhs_contracting_dims", ())), list(rw.attrs.get("rhs_contracting_dims", ()))
+    lfree = [d for d in range(len(lshape)) if d not in lb and d not in lc]
+    rfree = [d for d in range(len(rshape)) if d not in rb and d not in rc]
+    nb, nlf, nrf, nc = len(lb), len(lfree), len(rfree), len(lc)
+    rank = nb + nlf + nrf + nc
+    lexprs: list[ir.AffineExpr] = [ir.AffineConstantExpr.get(0)] * len(lshape)
+    rexprs: list[ir.AffineExpr] = [ir.AffineConstantExpr.get(0)] * len(rshape)
+    for i, (l, r) in enumerate(zip(lb, rb)):
+        lexprs[l] = rexprs[r] = ir.AffineDimExpr.get(i)
+    for i, l in enumerate(lfree):
+        lexprs[l] = ir.AffineDimExpr.get(nb + i)
+    for i, r in enumerate(rfree):
+        rexprs[r] = ir.AffineDimExpr.get(nb + nlf + i)
+    for i, (l, r) in enumerate(zip(lc, rc)):
+        lexprs[l] = rexprs[r] = ir.AffineDimExpr.get(nb + nlf + nrf + i)
+    out_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(i) for i in range(nb + nlf + nrf)])
+    # Accumulate narrow floats in f32 (XLA's CPU backend does), rounding once at the end.
+    acc_et = oe
+    acc_t = ir.F32Type.get() if oe.hlo in NARROW_FLOATS else element_mlir_type(oe)
+    zero = rw.constant(acc_t, 0)
+    shape = rw.result_shape()
+    init = rw.filled(shape, zero)
+
+    def body(a: ir.Value, b: ir.Value, acc: ir.Value) -> list[ir.Value]:
+        if oe.is_float:
+            a = convert_scalar(rw, a, le, acc_et) if le != acc_et else a
+            b = convert_scalar(rw, b, re_, acc_et) if re_ != acc_et else b
+            if oe.hlo in NARROW_FLOATS:
+                a, b = arith.extf(acc_t, a), arith.extf(acc_t, b)
+            return [arith.addf(acc, arith.mulf(a, b))]
+        a = convert_scalar(rw, a, le, oe)
+        b = convert_scalar(rw, b, re_, oe)
+        if oe.is_pred:
+            return [arith.ori(acc, arith.andi(a, b))]
+        return [arith.addi(acc, arith.muli(a, b))]
+
+    iters = ["parallel"] * (nb + nlf + nrf) + ["reduction"] * nc
+    lmap = ir.AffineMap.get(rank, 0, lexprs)
+    rmap = ir.AffineMap.get(rank, 0, rexprs)
+    out = rw.generic([lhs, rhs], [lmap, rmap], shape, [acc_t], body, iterators=iters, inits=[init],
+                     output_map=out_map)[0]
+    if oe.hlo in NARROW_FLOATS:
+        ident = ir.AffineMap.get_identity(len(shape))
+        out = rw.generic([out], [ident], shape, [element_mlir_type(oe)],
+                         lambda x, _o: [arith.truncf(element_mlir_type(oe), x)])[0]
+    return [out]

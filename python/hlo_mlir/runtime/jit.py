@@ -1,0 +1,140 @@
+"""Compile a `Module` with MLIR's ExecutionEngine and call its entry function on NumPy arrays.
+
+Calling convention (`llvm.emit_c_interface`): `_mlir_ciface_<entry>(results*, arg descriptors*...)`
+where `results` is one memref descriptor (one result) or a struct of them (several); tuples and
+tokens are flattened/dropped as in `convert_hlo_to_linalg`. Results are copied into NumPy arrays
+and their buffers freed; buffers that alias an argument or a global constant are not freed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from hlo_mlir.diagnostics import HloError
+from hlo_mlir.types import ArrayType
+
+_GLOBAL_SENTINEL = 0xDEADBEEF  # memref.get_global's "allocated" pointer
+_libc = ctypes.CDLL(None)
+_libc.free.argtypes = [ctypes.c_void_p]
+
+
+def _descriptor_type(rank: int) -> type[ctypes.Structure]:
+    fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p), ("offset", ctypes.c_int64)]
+    if rank:
+        fields += [("shape", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
+    return type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
+
+
+def _storage_dtype(t: ArrayType) -> np.dtype:
+    """NumPy dtype with the memory layout LLVM uses for the element (1 byte for i1/i2/i4)."""
+    if t.element.dtype is None:
+        raise HloError(f"jit: element type {t.element.hlo} has no NumPy representation")
+    return np.dtype(t.element.dtype)
+
+
+@dataclass
+class Compiled:
+    engine: Any
+    entry: str
+    params: list[ArrayType]
+    results: list[ArrayType]
+    compile_ms: float
+
+    def __call__(self, *args: Any) -> list[np.ndarray]:
+        if len(args) != len(self.params):
+            raise HloError(f"jit: the entry computation takes {len(self.params)} array argument(s), got {len(args)}")
+        keep: list[Any] = []
+        arg_ptrs = []
+        spans = []
+        for a, t in zip(args, self.params):
+            arr = np.ascontiguousarray(np.asarray(a, dtype=_storage_dtype(t)))
+            if arr.shape != tuple(t.dims):
+                raise HloError(f"jit: argument of shape {arr.shape} where {t} was expected")
+            desc = _descriptor_type(arr.ndim)()
+            desc.allocated = desc.aligned = arr.ctypes.data
+            desc.offset = 0
+            if arr.ndim:
+                desc.shape[:] = list(arr.shape)
+                desc.strides[:] = [s // max(arr.itemsize, 1) for s in arr.strides]
+            keep += [arr, desc]
+            spans.append((arr.ctypes.data, arr.ctypes.data + arr.nbytes))
+            arg_ptrs.append(ctypes.pointer(ctypes.pointer(desc)))
+        res_types = [_descriptor_type(len(t.dims)) for t in self.results]
+        if len(res_types) == 1:
+            out = res_types[0]()
+            descs = [out]
+        else:
+            packed = type("Results", (ctypes.Structure,), {"_fields_": [(f"r{i}", rt) for i, rt in enumerate(res_types)]})
+            out = packed()
+            descs = [getattr(out, f"r{i}") for i in range(len(res_types))]
+        ptrs = ([ctypes.pointer(ctypes.pointer(out))] if res_types else []) + arg_ptrs
+        self.engine.invoke(self.entry, *ptrs)
+        values, freed = [], set()
+        for d, t in zip(descs, self.results):
+            dtype = _storage_dtype(t)
+            shape = tuple(t.dims)
+            n = int(np.prod(shape, dtype=np.int64))
+            if n:
+                buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(d.aligned + d.offset * dtype.itemsize)
+                values.append(np.frombuffer(buf, dtype=dtype).reshape(shape).copy())
+            else:
+                values.append(np.zeros(shape, dtype))
+            ptr = d.allocated
+            if ptr and ptr != _GLOBAL_SENTINEL and ptr not in freed and not any(lo <= ptr < hi for lo, hi in spans):
+                freed.add(ptr)
+                _libc.free(ptr)
+        return values
+
+
+_CACHE: dict[str, Compiled] = {}
+
+
+def compile_module(module: Any, text: str | None = None) -> Compiled:
+    """Lower and JIT-compile `module` (a `hlo_mlir.module.Module`); cached per process by its MLIR text."""
+    from mlir import ir
+    from mlir.execution_engine import ExecutionEngine
+
+    from hlo_mlir.dialects import from_mlir_type
+    from hlo_mlir.passes import lower_to_llvm
+    from hlo_mlir.passes.convert_hlo_to_linalg import convert
+    from hlo_mlir.passes.convert_hlo_to_linalg.core import leaves
+
+    key = module.to_mlir()
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    start = time.perf_counter()
+    lowered = convert(module, text)
+    with module.context:
+        entry = None
+        for op in module.mlir.body.operations:
+            op = op.operation
+            if op.name == "func.func" and "sym_visibility" not in op.attributes:
+                entry = op
+        if entry is None:
+            raise HloError("jit: the module has no entry computation")
+        name = ir.StringAttr(entry.attributes["sym_name"]).value
+        ftype = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
+        params = [a for t in ftype.inputs for a in leaves(from_mlir_type(t))]
+        results = [a for t in ftype.results for a in leaves(from_mlir_type(t))]
+        lower_to_llvm.to_loops(lowered)
+        lower_to_llvm.to_llvm(lowered)
+        try:
+            engine = ExecutionEngine(lowered, opt_level=3)
+        except Exception as e:  # the engine reports LLVM failures as RuntimeError
+            raise HloError(f"jit: LLVM compilation failed: {e}") from None
+        if not engine.raw_lookup("_mlir_ciface_" + name):  # e.g. an unresolved libm symbol
+            raise HloError(f"jit: LLVM compilation of '{name}' failed (see the JIT session error above)")
+    compiled = Compiled(engine, name, params, results, (time.perf_counter() - start) * 1e3)
+    _CACHE[key] = compiled
+    return compiled
+
+
+def run(module: Any, args: Sequence[Any]) -> list[np.ndarray]:
+    """Results of the entry computation, flattened depth-first like the interpreter's (tokens dropped)."""
+    return compile_module(module)(*args)

@@ -1,0 +1,19 @@
+"""Shared by the test_jit_* files: run one HLO text through the JIT, the interpreter and XLA."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import hlo_mlir
+from hlo_mlir.oracle import run_xla, xla_available
+from xla_compare import assert_outputs
+
+
+def check(text: str, *args: np.ndarray, tol: float = 0.0, xla: bool = True) -> list:
+    """JIT results equal the interpreter's (bit-identical unless `tol`) and XLA's when available."""
+    m = hlo_mlir.load(text)
+    got = m.run(*args, backend="jit")
+    assert_outputs(got, m.run(*args), tol)
+    if xla and xla_available():
+        assert_outputs(got, run_xla(text, list(args)), tol)
+    return got

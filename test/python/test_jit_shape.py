@@ -1,0 +1,147 @@
+"""JIT vs interpreter vs XLA on data-movement ops, dot, calls and tuples; clean errors for what is not lowered."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hlo_mlir.oracle import xla_available
+from jit_helpers import check
+
+X = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 5.5
+
+
+def one(body: str, shape: str = "f32[2,3,4]") -> str:
+    return f"HloModule m\nENTRY e {{\n  x = {shape} parameter(0)\n{body}\n}}\n"
+
+
+@pytest.mark.parametrize("body", [
+    "  ROOT r = f32[4,3,2] transpose(x), dimensions={2,1,0}",
+    "  ROOT r = f32[3,2,4] transpose(x), dimensions={1,0,2}",
+    "  ROOT r = f32[6,4] reshape(x)",
+    "  ROOT r = f32[24] reshape(x)",
+    "  ROOT r = f32[2,3,4] reverse(x), dimensions={0,2}",
+    "  ROOT r = f32[1,2,2] slice(x), slice={[1:2], [0:3:2], [1:4:2]}",
+    "  ROOT r = f32[2,3,4,5] broadcast(x), dimensions={0,1,2}",
+    "  ROOT r = f32[5,2,3,4] broadcast(x), dimensions={1,2,3}",
+    "  ROOT r = f32[2,6,4] concatenate(x, x), dimensions={1}",
+    "  c = f32[] constant(-1)\n  ROOT r = f32[3,5,8] pad(x, c), padding=0_1x1_-1_1x-1_2_1",
+    "  c = f32[] constant(9)\n  ROOT r = f32[2,3,1] pad(x, c), padding=0_0x0_0x-2_-1",
+    "  c = f32[] constant(9)\n  ROOT r = f32[2,3,0] pad(x, c), padding=0_0x0_0x-4_0",
+    "  ROOT r = f32[2,3,4] copy(x)",
+    "  i = s32[2,3,4] iota(), iota_dimension=2\n  f = f32[2,3,4] convert(i)\n  ROOT r = f32[2,3,4] add(x, f)",
+    "  c = f32[2,4] constant({{1,2,3,4},{5,6,7,8}})\n  b = f32[2,3,4] broadcast(c), dimensions={0,2}\n"
+    "  ROOT r = f32[2,3,4] multiply(x, b)",
+    "  k = s32[] constant(3)\n  i = (f32[2,3,4], s32[]) tuple(x, k)\n  t = (f32[2,3,4], (f32[2,3,4], s32[])) tuple(x, i)\n"
+    "  g = (f32[2,3,4], s32[]) get-tuple-element(t), index=1\n  ROOT r = s32[] get-tuple-element(g), index=1",
+])
+def test_shape_ops(body: str) -> None:
+    check(one(body), X)
+
+
+def test_reshape_scalar_and_pred_constant() -> None:
+    text = """HloModule m
+ENTRY e {
+  x = f32[1,1] parameter(0)
+  s = f32[] reshape(x)
+  p = pred[3] constant({true, false, true})
+  b = f32[3] broadcast(s), dimensions={}
+  z = f32[3] constant({0, 0, 0})
+  v = f32[3] select(p, b, z)
+  ROOT r = (f32[3], f32[]) tuple(v, s)
+}
+"""
+    check(text, np.array([[2.5]], np.float32))
+
+
+def test_call_and_tuple_results() -> None:
+    text = """HloModule m
+sq {
+  a = f32[4] parameter(0)
+  m = f32[4] multiply(a, a)
+  ROOT t = (f32[4], f32[4]) tuple(m, a)
+}
+ENTRY e {
+  x = f32[4] parameter(0)
+  c = (f32[4], f32[4]) call(x), to_apply=sq
+  ROOT r = f32[4] get-tuple-element(c), index=0
+}
+"""
+    check(text, np.array([1, -2, 3, 0.5], np.float32))
+
+
+@pytest.mark.parametrize("lhs,rhs,dims,out", [
+    ("f32[3,5]", "f32[5,4]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}", "f32[3,4]"),
+    ("f32[2,3,5]", "f32[2,5,4]", "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, "
+     "rhs_contracting_dims={1}", "f32[2,3,4]"),
+    ("f32[5,3]", "f32[4,5]", "lhs_contracting_dims={0}, rhs_contracting_dims={1}", "f32[3,4]"),
+    ("s32[3,5]", "s32[5,4]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}", "s32[3,4]"),
+    ("f32[5]", "f32[5]", "lhs_contracting_dims={0}, rhs_contracting_dims={0}", "f32[]"),
+])
+def test_dot(lhs: str, rhs: str, dims: str, out: str) -> None:
+    def arg(s: str) -> np.ndarray:
+        shape = tuple(int(d) for d in s[s.index("[") + 1 : -1].split(",") if d)
+        vals = (np.arange(int(np.prod(shape))) % 7 - 3).reshape(shape)
+        return vals.astype(np.int32 if s.startswith("s32") else np.float32)
+
+    text = f"HloModule m\nENTRY e {{\n  a = {lhs} parameter(0)\n  b = {rhs} parameter(1)\n  ROOT r = {out} dot(a, b), {dims}\n}}\n"
+    check(text, arg(lhs), arg(rhs), tol=1e-6 if out.startswith("f") else 0.0)
+
+
+def test_bf16_dot() -> None:
+    import ml_dtypes
+
+    text = """HloModule m
+ENTRY e {
+  a = bf16[2,8] parameter(0)
+  b = bf16[8,3] parameter(1)
+  ROOT r = bf16[2,3] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+"""
+    rng = np.random.default_rng(0)
+    check(text, rng.standard_normal((2, 8)).astype(ml_dtypes.bfloat16),
+          rng.standard_normal((8, 3)).astype(ml_dtypes.bfloat16), tol=1e-2)
+
+
+UNSUPPORTED = """HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[4] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(x, z), dimensions={0}, to_apply=add
+}
+"""
+
+
+def test_unsupported_op_is_a_clean_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "u.hlo"
+    path.write_text(UNSUPPORTED)
+    proc = subprocess.run([sys.executable, "-m", "hlo_mlir.tools.hlo_run", str(path), "--random-inputs",
+                           "--backend", "jit"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert f"{path}:10:3:" in proc.stderr and "error: jit: no lowering for 'reduce'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_compare_and_bench_flags(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "a.hlo"
+    path.write_text(one("  ROOT r = f32[2,3,4] exponential(x)"))
+    base = [sys.executable, "-m", "hlo_mlir.tools.hlo_run", str(path), "--random-inputs", "--backend", "jit"]
+    proc = subprocess.run(base + ["--compare", "interpreter"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "out0: max_abs_error=" in proc.stdout, proc.stderr
+    proc = subprocess.run(base + ["--bench", "3"], capture_output=True, text=True)
+    last = proc.stdout.strip().splitlines()[-1]
+    assert proc.returncode == 0 and last.startswith("compile_ms=") and " run_ms_median=" in last
+
+
+def test_xla_oracle_reachable() -> None:
+    """The differential tests above compare against XLA only when it is available; say so when not."""
+    if not xla_available():
+        pytest.skip("XLA oracle unavailable: jit results were compared with the interpreter only")
