@@ -20,6 +20,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--emit", choices=EMITS, default="hlo", help="output form")
     p.add_argument("--split-input-file", action="store_true", help="process chunks separated by '// -----'")
     p.add_argument("--mlir-print-debuginfo", action="store_true", help="print locations with --emit=mlir")
+    p.add_argument("--print-indexing-maps", nargs="?", const="", default=None, metavar="INSTRUCTION",
+                   help="print the indexing maps of INSTRUCTION (default: the entry ROOT) instead of the module")
+    p.add_argument("--indexing-map-format", choices=("document", "xla"), default="document",
+                   help="map text of --print-indexing-maps: the indexing document's, or XLA's ToString")
     g = p.add_argument_group("passes")
     g.add_argument("--passes", help="comma-separated passes to run, e.g. dce,cse or constant-fold{size-limit=64}")
     g.add_argument("--pass-pipeline", help="MLIR-style pipeline, e.g. 'builtin.module(cse,dce)'")
@@ -65,6 +69,10 @@ def _run_passes(module: Module, args: argparse.Namespace) -> None:
 def _process(text: str, filename: str, args: argparse.Namespace) -> str:
     module = load(text, filename=filename)
     _run_passes(module, args)
+    if args.print_indexing_maps is not None:
+        from hlo_mlir.analysis import indexing_report
+
+        return indexing_report(module.mlir, args.print_indexing_maps or None, args.indexing_map_format)
     if args.emit == "mlir":
         return module.to_mlir(debug_info=args.mlir_print_debuginfo)
     if args.emit not in ("hlo", "mlir"):

@@ -11,7 +11,8 @@ Public API:
 
 An undefined map (`IndexingMap.is_undefined`) means "unknown indexing" for that operand.
 
-The instruction protocol the analysis relies on (duck-typed; the MLIR dialect is to be adapted):
+The instruction protocol the analysis relies on (duck-typed; `dialect.instruction(op)` adapts an
+hlo-dialect op, `find_instr(module, name)` finds one by HLO name):
 
 * `instr.opcode: str` - HLO spelling, e.g. `"dynamic-slice"`, `"add"`, `"fusion"`.
 * `instr.name: str` - printed for runtime variables (`hlo: of1 = s32[] parameter(1)`).
@@ -33,13 +34,23 @@ The instruction protocol the analysis relies on (duck-typed; the MLIR dialect is
   multi-output fusion (`output_id` picks its operand).
 """
 
+from hlo_mlir.analysis.dialect import (
+    find_instr,
+    find_instruction,
+    input_to_output_maps,
+    instruction,
+    output_to_input_maps,
+)
 from hlo_mlir.analysis.fusion import fusion_output_to_input, grouped_output_to_input
 from hlo_mlir.analysis.indexing_map import IndexingMap, Interval, RuntimeVariable, Variable, compose
 from hlo_mlir.analysis.op_maps import compute_input_to_output_indexing, compute_output_to_input_indexing
 from hlo_mlir.analysis.parsing import parse_affine_expr, parse_indexing_map
+from hlo_mlir.analysis.linalg import GenericMaps, generic_maps
 from hlo_mlir.analysis.printing import format_document, format_expr, format_xla
+from hlo_mlir.analysis.report import indexing_report
 
 __all__ = [
+    "GenericMaps",
     "IndexingMap",
     "Interval",
     "RuntimeVariable",
@@ -50,8 +61,15 @@ __all__ = [
     "format_document",
     "format_expr",
     "format_xla",
+    "find_instr",
+    "find_instruction",
     "fusion_output_to_input",
+    "generic_maps",
     "grouped_output_to_input",
+    "indexing_report",
+    "input_to_output_maps",
+    "instruction",
+    "output_to_input_maps",
     "parse_affine_expr",
     "parse_indexing_map",
 ]

@@ -1,0 +1,279 @@
+"""Adapter from ops of the MLIR `hlo` dialect to the analysis' instruction protocol.
+
+The analysis reads instructions duck-typed (see the package docstring); this gives each op (and
+each parameter, a block argument) an `Instr` view with decoded attributes, built lazily so that
+deep producer chains of large modules need no recursion.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+from mlir import ir
+
+from hlo_mlir.analysis.indexing_map import IndexingMap
+from hlo_mlir.analysis.op_maps import compute_input_to_output_indexing, compute_output_to_input_indexing
+from hlo_mlir.diagnostics import HloError
+from hlo_mlir.dialects import from_mlir_type, opcode_of
+from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.types import ArrayType, TupleType
+
+_SHAPE = re.compile(r"\s*\w+\[([^\]]*)\]\s*(?:\{([^}]*)\})?")
+# Constants larger than this are not turned into NumPy: only small index constants get folded.
+_MAX_CONSTANT_ELEMENTS = 1024
+
+
+@dataclass(eq=False)
+class Computation:
+    """A `func.func` seen as an HLO computation: parameters by number and the ROOT instruction."""
+
+    name: str
+    parameters: list["Instr"]
+    root: "Instr"
+
+
+@dataclass(eq=False)
+class Instr:
+    """One HLO instruction (an op, or a parameter block argument) in the analysis' protocol."""
+
+    opcode: str
+    name: str
+    result_type: object
+    layout: tuple[int, ...] | None
+    attrs: dict
+    source: ir.Operation | ir.BlockArgument
+    _operands: list[ir.Value] = field(default_factory=list, repr=False)
+    _called: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def operands(self) -> list["Instr"]:
+        return [_producer(v) for v in self._operands]
+
+    @property
+    def operand_types(self) -> list[object]:
+        return [from_mlir_type(v.type) for v in self._operands]
+
+    @property
+    def called(self) -> list[Computation]:
+        if not self._called:
+            return []
+        module = _module_of(self.source)
+        return [_computation(module, n) for n in self._called]
+
+
+# Adapted instructions per module (by its top-level op), the most recently used last; a few modules only,
+# so that adapting many modules in one process does not keep them all alive.
+_CACHES: OrderedDict[ir.Operation, dict[object, Instr]] = OrderedDict()
+_MAX_MODULES = 8
+
+
+def clear_cache() -> None:
+    """Forgets adapted instructions (call after rewriting ops in place)."""
+    _CACHES.clear()
+
+
+def _cache(source: ir.Operation | ir.BlockArgument) -> dict[object, Instr]:
+    module = _module_of(source)
+    cache = _CACHES.get(module)
+    if cache is None:
+        cache = _CACHES[module] = {}
+        if len(_CACHES) > _MAX_MODULES:
+            _CACHES.popitem(last=False)
+    else:
+        _CACHES.move_to_end(module)
+    return cache
+
+
+def _shape_details(shape_text: str | None, t: object) -> tuple[object, tuple[int, ...] | None]:
+    """Bounded dims and the layout from an `hlo.shape` text like `f32[<=10,20]{0,1}`."""
+    if not shape_text or not isinstance(t, ArrayType):
+        return t, None
+    m = _SHAPE.match(shape_text)
+    if not m:
+        return t, None
+    dims = [d.strip() for d in m.group(1).split(",") if d.strip()]
+    if len(dims) == t.rank and any(d.startswith("<=") for d in dims):
+        t = ArrayType(t.element, t.dims, tuple(d.startswith("<=") for d in dims))
+    layout = None
+    if m.group(2) is not None:
+        # A layout may carry tiling after ':' (`{1,0:T(8,128)}`); only minor-to-major matters here.
+        minor = m.group(2).split(":")[0]
+        layout = tuple(int(x) for x in minor.split(",") if x.strip())
+        if len(layout) != t.rank:
+            layout = None
+    return t, layout
+
+
+def _str_attr(attrs: ir.OpAttributeMap | ir.DictAttr, name: str) -> str | None:
+    return ir.StringAttr(attrs[name]).value if name in attrs else None
+
+
+def _constant_value(op: ir.Operation) -> object | None:
+    if "value" not in op.attributes:
+        return None
+    attr = op.attributes["value"]
+    shape = ir.ShapedType(attr.type).shape
+    if not isinstance(attr, ir.DenseIntElementsAttr) or int(np.prod(shape)) > _MAX_CONSTANT_ELEMENTS:
+        return None
+    result = from_mlir_type(op.results[0].type)
+    if not isinstance(result, ArrayType) or result.element.hlo.startswith("c"):
+        return None
+    arr = np.array(attr)
+    if attr.is_splat:
+        arr = np.full(shape, arr.reshape(-1)[0])
+    return arr if arr.ndim else arr.item()
+
+
+def instruction(op: ir.Operation | ir.OpView) -> Instr:
+    """The protocol view of an hlo-dialect op (cached per op)."""
+    op = op.operation
+    cache = _cache(op)
+    hit = cache.get(op)
+    if hit is not None:
+        return hit
+    t = _result_type(op)
+    t, layout = _shape_details(_str_attr(op.attributes, "hlo.shape"), t)
+    attrs = decode_all(op.attributes)
+    opcode = opcode_of(op)
+    if opcode == "constant":
+        value = _constant_value(op)
+        if value is not None:
+            attrs["value"] = value
+    called = []
+    if opcode == "fusion" and isinstance(attrs.get("calls"), str):
+        called = [attrs["calls"]]
+    instr = Instr(opcode, _str_attr(op.attributes, "hlo.name") or op.name, t, layout, attrs, op,
+                  list(op.operands), called)
+    cache[op] = instr
+    return instr
+
+
+def _result_type(op: ir.Operation) -> object:
+    if len(op.results) == 1:
+        return from_mlir_type(op.results[0].type)
+    return TupleType(tuple(from_mlir_type(r.type) for r in op.results))
+
+
+def parameter(arg: ir.BlockArgument) -> Instr:
+    """The protocol view of a parameter (a block argument of a computation's `func.func`)."""
+    func = arg.owner.owner
+    key = (func, arg.arg_number)
+    cache = _cache(arg)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    arg_attrs = func.attributes["arg_attrs"] if "arg_attrs" in func.attributes else None
+    details = ir.DictAttr(arg_attrs[arg.arg_number]) if arg_attrs is not None else None
+    name = _str_attr(details, "hlo.name") if details is not None else None
+    shape = _str_attr(details, "hlo.shape") if details is not None else None
+    t, layout = _shape_details(shape, from_mlir_type(arg.type))
+    instr = Instr("parameter", name or f"param_{arg.arg_number}", t, layout,
+                  {"parameter_number": arg.arg_number}, arg)
+    cache[key] = instr
+    return instr
+
+
+def _producer(v: ir.Value) -> Instr:
+    if isinstance(v, ir.BlockArgument):
+        return parameter(v)
+    return instruction(ir.OpResult(v).owner)
+
+
+def _module_of(source: ir.Operation | ir.BlockArgument) -> ir.Operation:
+    op = source.owner.owner if isinstance(source, ir.BlockArgument) else source
+    op = op.operation
+    while op.parent is not None:
+        op = op.parent.operation
+    return op
+
+
+def _functions(module: ir.Operation) -> dict[str, ir.Operation]:
+    out = {}
+    for op in module.regions[0].blocks[0].operations:
+        if op.operation.name == "func.func":
+            out[ir.StringAttr(op.attributes["sym_name"]).value] = op.operation
+    return out
+
+
+def _computation(module: ir.Operation, name: str) -> Computation:
+    funcs = _functions(module)
+    if name not in funcs:
+        raise HloError(f"called computation '{name}' not found")
+    return computation(funcs[name])
+
+
+def computation(func: ir.Operation | ir.OpView) -> Computation:
+    """A `func.func` as a computation with `parameters` and `root` (its return operand)."""
+    func = func.operation
+    block = func.regions[0].blocks[0]
+    params = [parameter(a) for a in block.arguments]
+    ret = list(block.operations)[-1]
+    name = ir.StringAttr(func.attributes["sym_name"]).value
+    return Computation(name, params, _producer(ret.operands[0]))
+
+
+def _entry(module: ir.Module) -> ir.Operation:
+    funcs = [op.operation for op in module.body.operations if op.operation.name == "func.func"]
+    for f in funcs:
+        if "sym_visibility" not in f.attributes or ir.StringAttr(f.attributes["sym_visibility"]).value == "public":
+            return f
+    raise HloError("module has no entry computation")
+
+
+def _instructions(module: ir.Module) -> dict[str, Instr]:
+    """Every named instruction of the module (parameters included), first occurrence wins."""
+    out: dict[str, Instr] = {}
+    for func in module.body.operations:
+        if func.operation.name != "func.func":
+            continue
+        block = func.operation.regions[0].blocks[0]
+        for a in block.arguments:
+            out.setdefault(parameter(a).name, parameter(a))
+        for op in block.operations:
+            if opcode_of(op):
+                instr = instruction(op)
+                out.setdefault(instr.name, instr)
+    return out
+
+
+def find_instr(module: ir.Module, name: str | None = None) -> Instr:
+    """The adapted instruction called `name` (default: the ROOT of the entry computation).
+
+    Unknown names are an `HloError` listing close matches.
+    """
+    if name is None:
+        return computation(_entry(module)).root
+    table = _instructions(module)
+    if name in table:
+        return table[name]
+    close = difflib.get_close_matches(name, list(table), n=5)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise HloError(f"no instruction named '{name}'{hint}")
+
+
+def find_instruction(module: ir.Module, name: str | None = None) -> ir.Operation | ir.BlockArgument:
+    """The op (or parameter block argument) of the instruction called `name`; see `find_instr`."""
+    return find_instr(module, name).source
+
+
+Target = Instr | ir.Operation | ir.OpView | ir.BlockArgument
+
+
+def _as_instr(x: Target) -> Instr:
+    if isinstance(x, Instr):
+        return x
+    return parameter(x) if isinstance(x, ir.BlockArgument) else instruction(x)
+
+
+def output_to_input_maps(op: Target, output_id: int = 0) -> list[set[IndexingMap]]:
+    """Per operand, maps from an index of result `output_id` of `op` to the operand elements it reads."""
+    return compute_output_to_input_indexing(_as_instr(op), output_id)
+
+
+def input_to_output_maps(op: Target, input_id: int = 0) -> list[set[IndexingMap]]:
+    """Per result, maps from an index of operand `input_id` of `op` to the result elements it feeds."""
+    return compute_input_to_output_indexing(_as_instr(op), input_id)

@@ -1,0 +1,135 @@
+"""The dialect adapter: every instruction of every corpus module gets maps or a clean "unknown indexing"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import hlo_mlir
+from hlo_mlir.analysis import (
+    find_instr,
+    generic_maps,
+    find_instruction,
+    format_document,
+    format_xla,
+    indexing_report,
+    input_to_output_maps,
+    instruction,
+    output_to_input_maps,
+)
+from hlo_mlir.analysis.dialect import _instructions
+from hlo_mlir.diagnostics import HloError
+from hlo_mlir.types import ArrayType
+
+CORPUS = sorted((Path(__file__).parent.parent / "corpus").glob("*.hlo"))
+
+FUSED = """
+HloModule m
+f {
+  p0 = f32[1000,1000] parameter(0)
+  transpose_p0 = f32[1000,1000]{0,1} transpose(p0), dimensions={1,0}
+  ROOT a0 = f32[1000,1000] add(p0, transpose_p0)
+}
+ENTRY e {
+  a = f32[1000,1000] parameter(0)
+  of = s32[] parameter(1)
+  c = s32[] constant(0)
+  ds = f32[10,1000] dynamic-slice(a, of, c), dynamic_slice_sizes={10,1000}
+  b = f32[<=4,8]{0,1} parameter(2)
+  ROOT fu = f32[1000,1000] fusion(a), kind=kLoop, calls=f
+}
+"""
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+def test_every_corpus_instruction_has_maps(path: Path) -> None:
+    module = hlo_mlir.load(path)
+    for name, instr in _instructions(module.mlir).items():
+        per_operand = output_to_input_maps(instr)
+        assert len(per_operand) in (0, len(instr.operands)), name
+        for maps in per_operand:
+            assert maps, name
+            format_xla([maps])
+            format_document([maps])
+        for i in range(len(instr.operands)):
+            for maps in input_to_output_maps(instr, i):
+                format_xla([maps])
+
+
+def test_adapter_fields() -> None:
+    module = hlo_mlir.load(FUSED)
+    ds = find_instr(module.mlir, "ds")
+    assert ds.opcode == "dynamic-slice" and ds.attrs["dynamic_slice_sizes"] == (10, 1000)
+    assert [o.name for o in ds.operands] == ["a", "of", "c"]
+    assert ds.operands[1].attrs == {"parameter_number": 1}
+    assert ds.operands[2].attrs["value"] == 0
+    b = find_instr(module.mlir, "b")
+    assert b.layout == (0, 1) and isinstance(b.result_type, ArrayType) and b.result_type.bounded == (True, False)
+    fu = find_instr(module.mlir)
+    assert fu.name == "fu" and fu.called[0].root.name == "a0"
+    assert [p.name for p in fu.called[0].parameters] == ["p0"]
+    assert instruction(find_instruction(module.mlir, "ds")) is ds
+
+
+def test_fusion_maps_through_the_dialect() -> None:
+    module = hlo_mlir.load(FUSED)
+    (maps,) = output_to_input_maps(find_instruction(module.mlir, "fu"))
+    assert sorted(format_xla(m) for m in maps) == [
+        "(d0, d1) -> (d0, d1), domain: d0 in [0, 999], d1 in [0, 999]",
+        "(d0, d1) -> (d1, d0), domain: d0 in [0, 999], d1 in [0, 999]",
+    ]
+
+
+def test_runtime_offset_from_constant_is_folded() -> None:
+    module = hlo_mlir.load(FUSED)
+    text = indexing_report(module.mlir, "ds", "xla")
+    assert "rt0 in [0, 990]" in text and "%of = s32[] parameter(1)" in text
+
+
+def test_unknown_name_lists_close_matches() -> None:
+    module = hlo_mlir.load(FUSED)
+    with pytest.raises(HloError, match="no instruction named 'fuu'; did you mean 'fu'"):
+        indexing_report(module.mlir, "fuu")
+
+
+def test_unknown_format_is_an_error() -> None:
+    with pytest.raises(HloError, match="unknown indexing map format"):
+        indexing_report(hlo_mlir.load(FUSED).mlir, None, "json")
+
+
+LINALG = """
+HloModule m
+max {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT m = f32[] maximum(x, y)
+}
+ENTRY e {
+  p0 = f32[4, 128, 256] parameter(0)
+  p1 = f32[4, 256, 64] parameter(1)
+  dot = f32[4, 128, 64] dot(p0, p1), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+  init = f32[] constant(-inf)
+  red = f32[4, 64] reduce(dot, init), dimensions={1}, to_apply=max
+  c = f32[4, 128, 128] concatenate(dot, dot), dimensions={2}
+  ROOT t = (f32[4, 64], f32[4, 128, 128]) tuple(red, c)
+}
+"""
+
+
+def test_generic_maps_of_dot_and_reduce() -> None:
+    module = hlo_mlir.load(LINALG)
+    g = generic_maps(find_instruction(module.mlir, "dot"), context=module.context)
+    assert g.loop_sizes == (4, 128, 64, 256)
+    assert g.iterator_types == ("parallel", "parallel", "parallel", "reduction")
+    assert [str(m) for m in g.operand_maps] == ["(d0, d1, d2, d3) -> (d0, d1, d3)", "(d0, d1, d2, d3) -> (d0, d3, d2)"]
+    assert str(g.result_map) == "(d0, d1, d2, d3) -> (d0, d1, d2)"
+    assert g.result_map.context == module.context
+    r = generic_maps(find_instruction(module.mlir, "red"))
+    assert r.iterator_types == ("parallel", "parallel", "reduction")
+    assert [str(m) for m in r.operand_maps] == ["(d0, d1, d2) -> (d0, d2, d1)", "(d0, d1, d2) -> ()"]
+
+
+def test_generic_maps_refuse_partial_domains() -> None:
+    module = hlo_mlir.load(LINALG)
+    assert generic_maps(find_instruction(module.mlir, "c")) is None
