@@ -18,6 +18,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("input", nargs="?", default="-", help="HLO text or .mlir file; '-' reads stdin")
     p.add_argument("-o", dest="output", default="-", help="output file (default stdout)")
     p.add_argument("--emit", choices=EMITS, default="hlo", help="output form")
+    p.add_argument("--verify", action=argparse.BooleanOptionalAction, default=True,
+                   help="check every instruction against the shape rules (default on)")
     p.add_argument("--split-input-file", action="store_true", help="process chunks separated by '// -----'")
     p.add_argument("--mlir-print-debuginfo", action="store_true", help="print locations with --emit=mlir")
     p.add_argument("--print-indexing-maps", nargs="?", const="", default=None, metavar="INSTRUCTION",
@@ -67,7 +69,7 @@ def _run_passes(module: Module, args: argparse.Namespace) -> None:
 
 
 def _process(text: str, filename: str, args: argparse.Namespace) -> str:
-    module = load(text, filename=filename)
+    module = load(text, filename=filename, verify=args.verify)
     _run_passes(module, args)
     if args.print_indexing_maps is not None:
         from hlo_mlir.analysis import indexing_report

@@ -26,6 +26,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rel-error-bound", type=float, default=1e-3, help="--compare fails beyond this (default 1e-3)")
     p.add_argument("--bench", type=int, metavar="N", help="run N times; last line 'compile_ms=... run_ms_median=...'")
     p.add_argument("--replicas", type=int, default=1, help="run N replicas in one process")
+    p.add_argument("--verify", action=argparse.BooleanOptionalAction, default=True,
+                   help="check shape rules before running (default on)")
     p.add_argument("--infeed", metavar="FILE.npz",
                    help="values for infeed instructions, in order (keys in0, in1, ...; in0.0, in0.1, ... for "
                         "a tuple); every replica reads its own copy")
@@ -56,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def run() -> None:
         text, filename = read_input(args.input)
-        module = load(text, filename=filename)
+        module = load(text, filename=filename, verify=args.verify)
         types = io.entry_parameter_types(module)
         if args.inputs:
             inputs = io.load_inputs(args.inputs, types)

@@ -25,6 +25,11 @@ class Module:
         self.filename = filename
         self.source = source  # the text it was read from, for diagnostics' source lines
 
+    def verify(self) -> None:
+        """Raise HloError at the first instruction breaking a shape rule (see hlo_mlir.verifier)."""
+        from hlo_mlir.verifier import verify_module
+
+        verify_module(self)
 
     def to_hlo(self) -> str:
         with self.context:
@@ -82,8 +87,8 @@ def _looks_like_mlir(text: str, filename: str) -> bool:
     return bool(re.match(r"\s*(#loc[0-9]* = loc\(.*\)\s*)*(module\b|func\.func\b|\"?builtin\.module)", text))
 
 
-def load(source: str | Path, filename: str | None = None) -> Module:
-    """Parse HLO text (or `hlo`-dialect MLIR) from a path or a string."""
+def load(source: str | Path, filename: str | None = None, verify: bool = True) -> Module:
+    """Parse HLO text (or `hlo`-dialect MLIR) from a path or a string; `verify` checks shape rules."""
     text, name = _read(source)
     name = filename or name
     ctx = new_context()
@@ -93,6 +98,8 @@ def load(source: str | Path, filename: str | None = None) -> Module:
         else:
             tree = parse(text, name)
             module = Module(import_module(tree, text, name), ctx, name, text)
+    if verify:
+        module.verify()
     return module
 
 

@@ -71,7 +71,7 @@ def test_float_unary(op: str) -> None:
 @pytest.mark.parametrize("op", ["negate", "abs", "sign", "not", "popcnt", "count-leading-zeros"])
 def test_integer_unary(op: str) -> None:
     check(unary(op, "s32"), I32_EDGE)
-    if op not in ("negate", "abs"):
+    if op not in ("negate", "abs", "sign"):  # XLA rejects abs and sign on unsigned integers
         check(unary(op, "u8"), U8_EDGE, xla=False)
 
 

@@ -1,0 +1,169 @@
+"""Shape verifier: checks every instruction of a module against the shape rules of its opcode.
+
+The first broken rule in program order is reported, as XLA's verifier does, as an HloError at the
+instruction's source location: `f.hlo:7:3: error: dot: lhs contracting dimension 1 has size 8 ...`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mlir import ir
+
+from hlo_mlir.diagnostics import HloError, SourceLocation
+from hlo_mlir.dialects import from_mlir_type, opcode_of
+from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.dialects.shape_rules import ShapeError, Signature, infer_result_type
+from hlo_mlir.dialects.shape_rules.common import compatible
+from hlo_mlir.frontend.shapes import ShapeError as ShapeTextError
+from hlo_mlir.frontend.shapes import parse_array_shape
+from hlo_mlir.types import HloType, TupleType
+
+_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+
+
+def _location(op: ir.Operation) -> SourceLocation | None:
+    m = _LOC.search(str(op.location))
+    return SourceLocation(m.group(1), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def _split_top(text: str) -> list[str]:
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    if text.strip():
+        out.append(text[start:].strip())
+    return out
+
+
+def _shape_text_type(text: str) -> HloType:
+    """The HloType of an `hlo.shape` text, keeping `<=` bounds the MLIR type cannot hold."""
+    if text.startswith("("):
+        return TupleType(tuple(_shape_text_type(e) for e in _split_top(text[1:-1])))
+    return parse_array_shape(text)[0]
+
+
+# A key keeps its context alive, so a cached type can't be mistaken for a later context's type;
+# verify_module empties the cache when done so that contexts are not kept past their use.
+_TYPES: dict[ir.Type, HloType] = {}
+
+
+def _hlo_type(mlir_type: ir.Type) -> HloType:
+    """from_mlir_type, memoized on the (uniqued, hashable) MLIR type: the verifier's hot path."""
+    t = _TYPES.get(mlir_type)
+    if t is None:
+        if len(_TYPES) > 4096:
+            _TYPES.clear()
+        t = _TYPES[mlir_type] = from_mlir_type(mlir_type)
+    return t
+
+
+def _typed(mlir_type: ir.Type, shape_attr: ir.Attribute | None) -> HloType:
+    t = _hlo_type(mlir_type)
+    if shape_attr is None:
+        return t
+    try:
+        bounded = _shape_text_type(ir.StringAttr(shape_attr).value)
+    except (ShapeTextError, ValueError):
+        return t
+    return bounded if compatible(bounded, t) else t
+
+
+def value_type(v: ir.Value) -> HloType:
+    """HloType of an SSA value, with bounds from the defining op's or the parameter's `hlo.shape`."""
+    owner = v.owner
+    if isinstance(owner, ir.Block):
+        func = owner.owner
+        arg = ir.BlockArgument(v)
+        attrs = ir.ArrayAttr(func.attributes["arg_attrs"]) if "arg_attrs" in func.attributes else None
+        d = ir.DictAttr(attrs[arg.arg_number]) if attrs is not None else None
+        return _typed(v.type, d["hlo.shape"] if d is not None and "hlo.shape" in d else None)
+    op = owner.operation if hasattr(owner, "operation") else owner
+    return _typed(v.type, op.attributes["hlo.shape"] if "hlo.shape" in op.attributes else None)
+
+
+def _funcs(mod: ir.Module) -> list[ir.Operation]:
+    return [op.operation for op in mod.body.operations if op.operation.name == "func.func"]
+
+
+def _name(func: ir.Operation) -> str:
+    return ir.StringAttr(func.attributes["sym_name"]).value
+
+
+def _signature(func: ir.Operation) -> Signature:
+    ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    params = tuple(from_mlir_type(t) for t in ftype.inputs)
+    results = [from_mlir_type(t) for t in ftype.results]
+    return Signature(params, results[0] if len(results) == 1 else TupleType(tuple(results)))
+
+
+def signatures(mod: ir.Module) -> dict[str, Signature]:
+    """Signatures of every computation of a module, by name."""
+    return {_name(f): _signature(f) for f in _funcs(mod)}
+
+
+def _error(message: str, op: ir.Operation, source: tuple[str | None, str | None]) -> HloError:
+    """`source` is (filename, text): the caret line is shown only for locations in that file (an MLIR
+    input's ops point at the HLO file it was made from)."""
+    loc = _location(op)
+    text = source[1] if loc is not None and loc.file == source[0] else None
+    return HloError(message, loc, text)
+
+
+def verify_op(op: ir.Operation, computations: dict[str, Signature]) -> HloType | None:
+    """Checks one op; returns its inferred type (None for ops outside the dialect). Raises ShapeError."""
+    opcode = opcode_of(op)
+    if not opcode:
+        return None
+    operands = [value_type(v) for v in op.operands]
+    attrs: dict[str, Any] = decode_all(op.attributes)
+    declared = value_type(op.results[0]) if len(op.results) == 1 else None
+    return infer_result_type(opcode, operands, attrs, computations, declared)
+
+
+def verify_module(module: Any) -> None:
+    """Raise HloError for the first instruction (in program order) breaking a shape rule.
+
+    Accepts a `hlo_mlir.module.Module` (its source text gives the diagnostic's caret) or an ir.Module.
+    """
+    mod: ir.Module = module.mlir if hasattr(module, "mlir") else module
+    source: str | None = getattr(module, "source", None)
+    filename: str | None = getattr(module, "filename", None)
+    context = getattr(module, "context", None) or mod.context
+    with context:
+        funcs = _funcs(mod)
+        if not funcs:
+            raise HloError("the module has no computations")
+        entries = [f for f in funcs if "sym_visibility" not in f.attributes
+                   or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"]
+        if len(entries) != 1:
+            raise _error(f"the module must have exactly one entry computation, found {len(entries)}",
+                         (entries or funcs)[-1], (filename, source))
+        computations = signatures(mod)
+        try:
+            for func in funcs:
+                for block in func.regions[0].blocks:
+                    for op in block.operations:
+                        _verify_one(op.operation, computations, (filename, source))
+        finally:
+            _TYPES.clear()
+
+
+def _verify_one(op: ir.Operation, computations: dict[str, Signature],
+                source: tuple[str | None, str | None]) -> None:
+    opcode = opcode_of(op)
+    if not opcode:
+        return
+    try:
+        verify_op(op, computations)
+    except ShapeError as e:
+        raise _error(f"{opcode}: {e}", op, source) from None
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
+        raise _error(f"{opcode}: malformed instruction ({e})", op, source) from None
