@@ -9,16 +9,32 @@ if TYPE_CHECKING:
     from hlo_mlir.module import Module
 
 
-def apply(module: "Module", pipeline: str, *, stream: TextIO = sys.stderr, **instrumentation: object) -> dict[str, float]:
+def _verify_after(module: "Module", name: str) -> None:
+    """Like mlir-opt's verify-each: a pass that breaks the IR or a shape rule is a compiler bug, named as such."""
+    from mlir import ir
+
+    from hlo_mlir.diagnostics import HloError
+
+    try:
+        module.mlir.operation.verify()
+        module.verify()
+    except (ir.MLIRError, HloError) as e:
+        raise HloError(f"internal error: pass '{name}' produced an invalid module: {e}") from None
+
+
+def apply(module: "Module", pipeline: str, *, stream: TextIO = sys.stderr, verify_each: bool = True,
+          **instrumentation: object) -> dict[str, float]:
     """Run `pipeline` (`a,b{k=v}`, `builtin.module(...)` or a named pipeline) on `module` in place.
 
     `instrumentation` takes the fields of `pipeline.Instrumentation` (before, after, after_all, timing);
-    returns the seconds spent per pass.
+    `verify_each` checks the module after every pass; returns the seconds spent per pass.
     """
     from hlo_mlir.passes.pipeline import PIPELINES, Instrumentation, named_pipeline, parse_pipeline, run_pipeline
 
     steps = named_pipeline(pipeline) if pipeline in PIPELINES else parse_pipeline(pipeline)
     inst = Instrumentation(render=lambda _m: module.to_hlo(), stream=stream, **instrumentation)  # type: ignore[arg-type]
+    if verify_each:
+        inst.check = lambda _m, name: _verify_after(module, name)
     with module.context:
         run_pipeline(module.mlir, steps, inst)
     return inst.times
