@@ -267,7 +267,7 @@ def _check_value(a: Any, t: HloType, what: str) -> Value:
     if isinstance(t, TupleType):
         if not isinstance(a, (tuple, list)) or len(a) != len(t.elements):
             raise HloError(f"{what}: expected a tuple {t}")
-        return tuple(_check_value(x, e, f"{what}[{j}]") for j, x in enumerate(a))
+        return tuple(_check_value(x, e, f"{what}[{j}]") for j, (x, e) in enumerate(zip(a, t.elements)))
     if isinstance(t, TokenType):
         return TOKEN
     assert isinstance(t, ArrayType)
