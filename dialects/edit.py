@@ -138,3 +138,136 @@ def replace(op: ir.Operation, value: ir.Value) -> None:
     """Make every user of `op`'s result use `value`, then erase `op`."""
     op.result.replace_all_uses_with(value)
     op.erase()
+
+
+# Attributes naming the computations an op calls (decoded as a name or a tuple of names).
+CALLEE_ATTRIBUTES = (
+    "to_apply", "calls", "condition", "body", "true_computation", "false_computation", "select", "scatter",
+    "branch_computations", "called_computations",
+)
+
+
+def callees(op: ir.Operation) -> list[str]:
+    """Names of the computations `op` calls, in attribute order."""
+    out: list[str] = []
+    for key in CALLEE_ATTRIBUTES:
+        if key not in op.attributes:
+            continue
+        attr = op.attributes[key]
+        if isinstance(attr, ir.ArrayAttr):
+            out += [ir.FlatSymbolRefAttr(a).value for a in attr]
+        else:
+            out.append(ir.FlatSymbolRefAttr(attr).value)
+    return out
+
+
+def effectful_computations(module: ir.Module) -> set[str]:
+    """Computations that contain a side-effecting op, directly or through the computations they call."""
+    fns = functions(module)
+    effectful: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, fn in fns.items():
+            if name in effectful:
+                continue
+            if any(has_side_effect(op) or any(c in effectful for c in callees(op)) for op in instructions(fn)):
+                effectful.add(name)
+                changed = True
+    return effectful
+
+
+def has_side_effect_deep(op: ir.Operation, effectful: set[str]) -> bool:
+    """`op` has a side effect of its own or calls a computation in `effectful`."""
+    return has_side_effect(op) or any(c in effectful for c in callees(op))
+
+
+def copy_attributes(op: ir.Operation) -> dict[str, ir.Attribute]:
+    return {name: op.attributes[name] for name in op.attributes}
+
+
+def inline_computation(fn: ir.Operation, args: Sequence[ir.Value], names: Names,
+                       root_name: str | None = None) -> ir.Value:
+    """Clone `fn`'s instructions at the active insertion point with its parameters bound to `args`.
+
+    Clones get fresh names (the root gets `root_name` when given) and keep their own locations;
+    returns the value the clone of the ROOT produces (an element of `args` when ROOT is a parameter).
+    """
+    block = body(fn)
+    mapping: dict[ir.Value, ir.Value] = dict(zip(block.arguments, args))
+    root = return_op(fn).operands[0]
+    for op in instructions(fn):
+        attrs = copy_attributes(op)
+        is_root = op.results[0] == root
+        attrs[NAME] = ir.StringAttr.get(root_name if is_root and root_name else names.fresh(name_of(op)))
+        clone = ir.Operation.create(
+            op.name, results=[r.type for r in op.results], operands=[mapping[v] for v in op.operands],
+            attributes=attrs, loc=op.location,
+        )
+        for old, new in zip(op.results, clone.results):
+            mapping[old] = new
+    return mapping[root]
+
+
+def infer_type(opcode: str, operands: Sequence[ir.Value], attrs: Mapping[str, Any] | None = None) -> HloType:
+    """The result type of a new op, by the shape rules (not for ops whose result must be declared)."""
+    from hlo_mlir.dialects.shape_rules import infer_result_type
+
+    return infer_result_type(opcode, [type_of(v) for v in operands], dict(attrs or {}))
+
+
+def add_scalar_computation(module: ir.Module, opcode: str, element: HloType, names: Names,
+                           base: str = "scalar_computation") -> str:
+    """A new private computation `(x, y) -> opcode(x, y)` on scalars of type `element`; its name.
+
+    It is placed first in the module: XLA's parser wants computations defined before their callers.
+    """
+    from mlir.dialects import func
+
+    name = names.fresh(base)
+    t = to_mlir_type(element)
+    first = module.body.operations[0] if len(module.body.operations) else None
+    with ir.InsertionPoint(first) if first is not None else ir.InsertionPoint(module.body):
+        fn = func.FuncOp(name, ir.FunctionType.get([t, t], [t]), visibility="private", loc=ir.Location.unknown())
+    fn.arg_attrs = ir.ArrayAttr.get(
+        [ir.DictAttr.get({NAME: ir.StringAttr.get(names.fresh(n))}) for n in ("lhs", "rhs")]
+    )
+    block = fn.add_entry_block(arg_locs=[ir.Location.unknown()] * 2)
+    with ir.InsertionPoint(block):
+        op = create(opcode, list(block.arguments), t, name=names.fresh(opcode))
+        func.ReturnOp([op.result], loc=ir.Location.unknown())
+    return name
+
+
+def fusion_computations(module: ir.Module) -> set[str]:
+    """Computations called by `fusion` instructions (passes that keep to non-fusion code skip them)."""
+    return {
+        c for fn in functions(module).values() for op in instructions(fn) if opcode_of(op) == "fusion"
+        for c in callees(op)
+    }  # fmt: skip
+
+
+def drop_parameter_positions(module: ir.Module) -> None:
+    """Forget where parameters were written among the instructions (`hlo.position`).
+
+    Those positions index the instruction list as parsed; once a pass has added or removed
+    instructions they may point past a parameter's first user, so parameters are printed first.
+    """
+    from hlo_mlir.frontend.ir_gen import POSITION
+
+    for fn in functions(module).values():
+        if "arg_attrs" not in fn.attributes:
+            continue
+        old = [ir.DictAttr(d) for d in ir.ArrayAttr(fn.attributes["arg_attrs"])]
+        if not any(POSITION in d for d in old):
+            continue
+        new = [ir.DictAttr.get({a.name: a.attr for a in d if a.name != POSITION}) for d in old]
+        fn.attributes["arg_attrs"] = ir.ArrayAttr.get(new)
+
+
+def defining_op(value: ir.Value) -> ir.Operation | None:
+    """The instruction producing `value`; None for a parameter."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    return owner.operation if hasattr(owner, "operation") else owner

@@ -14,6 +14,7 @@ from typing import Callable, TextIO
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError
+from hlo_mlir.dialects.edit import drop_parameter_positions
 from hlo_mlir.passes.registry import lookup
 
 MAX_ITERATIONS = 25
@@ -132,6 +133,8 @@ def _run_step(step: Step, module: ir.Module, inst: Instrumentation) -> bool:
     fn = lookup(step.name).load()
     start = time.perf_counter()
     changed = bool(fn(module, step.options))
+    if changed:
+        drop_parameter_positions(module)
     inst.times[step.name] = inst.times.get(step.name, 0.0) + time.perf_counter() - start
     if inst.check is not None:
         inst.check(module, step.name)
