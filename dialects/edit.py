@@ -271,3 +271,23 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
     if isinstance(owner, ir.Block):
         return None
     return owner.operation if hasattr(owner, "operation") else owner
+
+
+_DEFAULT_LAYOUT_SHAPE = re.compile(r"^\s*\w+\[([^\]]*)\]\s*(?:\{([0-9,\s]*)\})?\s*$")
+
+
+def has_custom_layout(op: ir.Operation) -> bool:
+    """The result's `hlo.shape` spells a layout other than the default (descending, untiled) one.
+
+    Shape rewrites may drop `hlo.shape`, which is only harmless when it said nothing beyond the type.
+    """
+    if SHAPE not in op.attributes:
+        return False
+    m = _DEFAULT_LAYOUT_SHAPE.match(ir.StringAttr(op.attributes[SHAPE]).value)
+    if m is None:
+        return True
+    rank = len([d for d in m.group(1).split(",") if d.strip()])
+    if m.group(2) is None:
+        return False
+    layout = [int(x) for x in m.group(2).replace(" ", "").split(",") if x]
+    return layout != list(range(rank - 1, -1, -1))
