@@ -501,3 +501,25 @@ def test_e2e_batch_norm() -> None:
             rng.standard_normal(x.shape).astype(np.float32)]
     ours, ref = e2e(BN_TEXT, *args)
     assert_outputs(ours, ref, tol=1e-4)
+
+
+@needs_xla
+@pytest.mark.parametrize("op,init,ty", [("maximum", "-inf", "f32"), ("minimum", "inf", "f32"), ("add", "0", "f32"),
+                                        ("maximum", "-5", "s32"), ("and", "true", "pred")])
+@pytest.mark.parametrize("shape,dims", [("[3,0]", "{1}"), ("[0,3]", "{0}"), ("[0]", "{0}")])
+def test_reduce_over_an_empty_dimension_gives_init(op: str, init: str, ty: str, shape: str, dims: str) -> None:
+    out = "[]" if shape == "[0]" else "[3]"
+    text = f"""HloModule m
+r {{
+  a = {ty}[] parameter(0)
+  b = {ty}[] parameter(1)
+  ROOT c = {ty}[] {op}(a, b)
+}}
+ENTRY e {{
+  p = {ty}{shape} parameter(0)
+  i = {ty}[] constant({init})
+  ROOT v = {ty}{out} reduce(p, i), dimensions={dims}, to_apply=r
+}}"""
+    dtype = {"f32": np.float32, "s32": np.int32, "pred": np.bool_}[ty]
+    ours, ref = e2e(text, np.zeros(tuple(int(d) for d in shape[1:-1].split(",")), dtype))
+    assert_outputs(ours, ref)

@@ -110,6 +110,8 @@ def _fast_reduce(kind: str, rows: np.ndarray, init: np.ndarray) -> np.ndarray:
     """Reduce (n, rest) rows over axis 0 with a known reducer; returns shape (rest,)."""
     k = _kind_of(rows.dtype)
     uf = _ufunc(kind, rows.dtype)
+    if rows.shape[0] == 0:  # nothing to reduce: every result is the init value
+        return np.full(rows.shape[1:], init, rows.dtype)
     if kind == "add" and k == "float":
         return _sequential(np.add, rows.astype(np.float64), np.float64(init))
     if _order_sensitive(kind, rows.dtype):
