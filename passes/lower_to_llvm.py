@@ -8,24 +8,29 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import HloError
+from hlo_mlir.passes import linalg_fast_exp, linalg_recompute, linalg_schedules
 
 if TYPE_CHECKING:
     from hlo_mlir.module import Module
 
 STAGES = ("linalg", "loops", "llvm", "llvm-ir")
 
-# Tensors -> buffers -> affine loops -> scf.
+# Tensors -> buffers -> affine loops -> scf. symbol-dce drops computations nothing calls any more (bodies
+# of call/while/conditional/fusion are inlined at their uses).
 LOOPS = (
-    "canonicalize,linalg-fuse-elementwise-ops,"
+    "symbol-dce,canonicalize,linalg-fuse-elementwise-ops,"
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
     "canonicalize,buffer-deallocation-pipeline,convert-linalg-to-affine-loops,"
-    "func.func(affine-loop-invariant-code-motion),lower-affine,canonicalize,cse"
+    "func.func(affine-loop-invariant-code-motion),convert-vector-to-scf{full-unroll},lower-affine,canonicalize,cse"
 )
-# Loops -> LLVM dialect (libm for the math functions LLVM has no intrinsic for).
+# Loops -> LLVM dialect (libm for the math functions LLVM has no intrinsic for; complex ops expand to
+# real arithmetic first, complex values become {re, im} structs). expand-strided-metadata emits
+# affine.apply for the subviews of tiled code, hence the second lower-affine; vector and ub (poison)
+# ops come from the vectorized schedules.
 LLVM = (
-    "convert-bufferization-to-memref,convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,expand-strided-metadata,"
-    "finalize-memref-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,"
-    "convert-index-to-llvm,reconcile-unrealized-casts"
+    "convert-bufferization-to-memref,convert-complex-to-standard,convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,expand-strided-metadata,"
+    "lower-affine,convert-vector-to-llvm,convert-complex-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,"
+    "convert-func-to-llvm,convert-index-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts"
 )
 
 
@@ -37,8 +42,23 @@ def _run(module: ir.Module, pipeline: str, stage: str) -> None:
         raise HloError(f"jit: lowering to {stage} failed: {e}") from None
 
 
+def _readonly_arguments(module: ir.Module) -> None:
+    """Function arguments are the caller's arrays (NumPy inputs for the entry): bufferization must copy
+    before updating one in place (scatter, dynamic-update-slice), never write into it."""
+    with module.context:
+        readonly = ir.DictAttr.get({"bufferization.writable": ir.BoolAttr.get(False)})
+        for op in module.body.operations:
+            if op.operation.name == "func.func" and len(op.operation.regions[0].blocks):  # not external ones
+                n = len(ir.FunctionType(ir.TypeAttr(op.operation.attributes["function_type"]).value).inputs)
+                op.operation.attributes["arg_attrs"] = ir.ArrayAttr.get([readonly] * n)
+
+
 def to_loops(module: ir.Module) -> ir.Module:
-    """Bufferize and turn linalg ops into loops over memrefs (in place)."""
+    """Bufferize and turn linalg ops into loops over memrefs (in place); marked hot ops get vectorized first."""
+    linalg_schedules.apply(module)
+    linalg_fast_exp.apply(module)
+    linalg_recompute.apply(module)
+    _readonly_arguments(module)
     _run(module, LOOPS, "loops")
     return module
 

@@ -9,8 +9,14 @@ Type conversion
   * Tuples are flattened depth-first everywhere: function arguments, results and the values rules
     see and return. Tokens have no runtime representation: they flatten to zero values (so
     `after-all` returns `[]`, and a `(f32[], token[])` tuple is one tensor).
-  * f16/bf16 compute in f32 and round back once (nearest even) — `elementwise._work/_narrow`;
-    f8/f4 types are rejected with a clean error for now (`rw.require_floats`).
+  * f16/bf16 compute in f32 and round back once (nearest even) — `elementwise._work/_narrow`.
+    f8 tensors keep their MLIR f8 types; only the elementwise and data-movement rules compute with
+    them (decode to f32 by table, re-encode with ml_dtypes' rounding): other rules keep rejecting
+    them with a clean error through `rw.require_floats` (f4e2m1fn and f8e8m0fnu everywhere).
+  * Complex arrays are `complex<fN>` tensors (`{re, im}` structs in memory, NumPy's layout).
+  * Sub-byte integers (s1/s2/s4/u1/u2/u4) are i8 tensors holding the value, sign-extended when
+    signed (the runtime passes int8/uint8 arrays); a rule computing one wraps its result with
+    `elementwise.wrap(rw, x, et)` (elementwise rules already do; other rules' arithmetic does not yet).
 
 Writing a rule (one module per op family; every module of this package is imported, so a new
 family is just a new file):
@@ -33,8 +39,10 @@ family is just a new file):
     output_map=...)` builds a linalg.generic (body gets input then output scalars, returns yielded
     scalars); `rw.map(inputs, out_element, body)` for same-shape elementwise; `rw.index(d)` (loop
     index inside a body); `rw.empty(shape, t)`, `rw.filled(shape, scalar)`, `rw.constant(t, v)`.
-    Indexing maps are built directly (`ir.AffineMap.get(rank, 0, exprs)`); the indexing analysis
-    (`hlo_mlir.analysis`) is not used yet.
+    Indexing maps come from the indexing analysis where it gives plain affine maps
+    (`elementwise.analysis_maps(rw)`, i.e. `hlo_mlir.analysis.linalg.generic_maps`): elementwise
+    ops, select/clamp with scalar operands, broadcast, transpose, reverse and slice use its maps;
+    other rules build theirs directly (`ir.AffineMap.get(rank, 0, exprs)`).
   * Unsupported construct: `raise rw.unsupported("what")` or `raise rw.error("message")` — an
     `HloError` `file:line:col: error: jit: ...` at the op. Never emit code that computes a wrong
     answer. Exceptions of type ValueError/TypeError/MLIRError escaping a rule are turned into such
@@ -43,7 +51,10 @@ family is just a new file):
     computation whose parameters and results are rank-0 arrays as scalar code at the current
     insertion point (e.g. inside a linalg.generic reduction body) and returns its result scalars;
     `rw.call(name, tensors)` emits `func.call` to the lowered function (every HLO computation is
-    lowered to a private func with flattened signature), for bodies that are not scalar.
+    lowered to a private func with flattened signature), for bodies that are not scalar. A private
+    computation whose own lowering fails (e.g. a pred `add` reducer) is dropped unless `rw.call`ed.
+  * Custom calls with a native lowering: `@custom_call_rule("TopK")` registers a rule in
+    `CUSTOM_CALL_RULES`, for the `custom-call` rule to use before any host callback.
 """
 
 from __future__ import annotations

@@ -20,14 +20,73 @@ NARROW_FLOATS = frozenset({"f16", "bf16"})
 SUPPORTED_FLOATS = frozenset({"f16", "bf16", "f32", "f64"})
 
 
-def rule(*opcodes: str) -> Callable[[Rule], Rule]:
-    """Register `fn` as the lowering of HLO `opcodes` (names as HLO writes them, e.g. "dynamic-slice")."""
+def rule(*opcodes: str, wraps_sub_byte: bool = False) -> Callable[[Rule], Rule]:
+    """Register `fn` as the lowering of HLO `opcodes` (names as HLO writes them, e.g. "dynamic-slice").
+
+    `wraps_sub_byte`: the rule's sub-byte integer results are already wrapped to their width
+    (`wrap_sub_byte`); for other rules the driver wraps such results after the rule (one more
+    elementwise pass, only for s1/s2/s4/u1/u2/u4 results), so i8 arithmetic never leaks out unwrapped.
+    """
 
     def register(fn: Rule) -> Rule:
+        run = fn if wraps_sub_byte else _wrapping(fn)
         for name in opcodes:
             if name in RULES:
                 raise ValueError(f"two lowering rules for '{name}'")
-            RULES[name] = fn
+            RULES[name] = run
+        return fn
+
+    return register
+
+
+def is_sub_byte(et: ElementType) -> bool:
+    """s1/s2/s4/u1/u2/u4, which live in an i8 holding the value (sign-extended when signed)."""
+    return et.bits < 8 and not et.is_pred and not et.is_float
+
+
+def wrap_sub_byte(x: ir.Value, et: ElementType) -> ir.Value:
+    """A sub-byte integer scalar computed in its i8 container, wrapped to its width: sign-extended from
+    bit `bits - 1` when signed, masked when unsigned."""
+    t = x.type
+    if not et.is_signed_int:
+        return arith.andi(x, arith.ConstantOp(t, ir.IntegerAttr.get(t, (1 << et.bits) - 1)).result)
+    k = arith.ConstantOp(t, ir.IntegerAttr.get(t, 8 - et.bits)).result
+    return arith.shrsi(arith.shli(x, k), k)
+
+
+def _wrapping(fn: Rule) -> Rule:
+    def run(rw: "Rewriter") -> list[ir.Value]:
+        results = list(fn(rw))
+        arrays = [a for r in rw.op.results for a in leaves(from_mlir_type(r.type))]
+        if len(arrays) != len(results):
+            return results  # the driver reports the count mismatch
+        wrapped = []
+        for v, a in zip(results, arrays):
+            if is_sub_byte(a.element):
+                ident = ir.AffineMap.get_identity(len(a.dims))
+                v = rw.generic([v], [ident], list(a.dims), [ir.RankedTensorType(v.type).element_type],
+                               lambda x, _o, et=a.element: [wrap_sub_byte(x, et)])[0]
+            wrapped.append(v)
+        return wrapped
+
+    run.__name__ = run.__qualname__ = getattr(fn, "__name__", "rule")
+    run.__doc__ = fn.__doc__
+    return run
+
+
+# Native lowerings of custom-call targets (e.g. "TopK"), for the custom-call rule to use before
+# falling back to a host callback.
+CUSTOM_CALL_RULES: dict[str, Rule] = {}
+
+
+def custom_call_rule(*targets: str) -> Callable[[Rule], Rule]:
+    """Register `fn` as the native lowering of `custom-call`s with `custom_call_target` in `targets`."""
+
+    def register(fn: Rule) -> Rule:
+        for name in targets:
+            if name in CUSTOM_CALL_RULES:
+                raise ValueError(f"two lowering rules for custom-call target '{name}'")
+            CUSTOM_CALL_RULES[name] = fn
         return fn
 
     return register
@@ -41,8 +100,8 @@ def element_mlir_type(et: ElementType) -> ir.Type:
     """
     if et.is_pred:
         return ir.IntegerType.get_signless(8)
-    if et.bits < 8:
-        raise TypeError(f"{et.hlo} (sub-byte integers) is not supported by the jit yet")
+    if et.bits < 8:  # s1/s2/s4/u1/u2/u4: the value in an i8 (sign-extended when signed), see elementwise.wrap
+        return ir.IntegerType.get_signless(8)
     text = et.mlir
     m = re.fullmatch(r"[su]i(\d+)", text)
     return ir.Type.parse(f"i{m.group(1)}" if m else text)
@@ -73,6 +132,32 @@ def tensor_type(t: ArrayType) -> ir.RankedTensorType:
     return ir.RankedTensorType.get(list(t.dims), element_mlir_type(t.element))
 
 
+def scalar_of(t: ir.Value) -> ir.Value:
+    """The element of a rank-0 tensor: the scalar itself when it was just wrapped by `tensor.from_elements`."""
+    owner = t.owner
+    if isinstance(owner, ir.Operation) and owner.name == "tensor.from_elements":
+        return owner.operands[0]
+    if isinstance(owner, ir.OpView) and owner.operation.name == "tensor.from_elements":
+        return owner.operation.operands[0]
+    return tensor.ExtractOp(t, []).result
+
+
+def _count_before(ip: ir.InsertionPoint) -> int:
+    """How many ops of the insertion block precede the insertion point."""
+    ops = [o.operation for o in ip.block.operations]
+    if ip.ref_operation is None:
+        return len(ops)
+    return next(i for i, o in enumerate(ops) if o == ip.ref_operation.operation)
+
+
+def _erase_unused_wrappers(ip: ir.InsertionPoint, start: int) -> None:
+    """Drop the unused 0-d `tensor.from_elements` and constants scalar-mode inlining left since `start`."""
+    ops = [o.operation for o in ip.block.operations][start : _count_before(ip)]
+    for op in reversed(ops):
+        if op.name in ("tensor.from_elements", "arith.constant") and not any(True for r in op.results for _ in r.uses):
+            op.erase()
+
+
 def location_of(op: ir.Operation, filename: str) -> SourceLocation | None:
     m = re.search(r'loc\("([^"]*)":(\d+):(\d+)\)', str(op.location))
     return SourceLocation(m.group(1) or filename, int(m.group(2)), int(m.group(3))) if m else None
@@ -87,6 +172,7 @@ class Converter:
         self.text = text
         self.funcs: dict[str, func.FuncOp] = {}
         self.result_types: dict[str, list[ir.Type]] = {}
+        self.called: set[str] = set()  # computations some rule emitted a func.call to (`Rewriter.call`)
 
     def error(self, op: ir.Operation | None, message: str) -> HloError:
         loc = location_of(op, self.filename) if op is not None else None
@@ -98,8 +184,25 @@ class Converter:
         with ir.InsertionPoint(out.body):
             for f in hlo_funcs:
                 self._declare(f)
+        # A private computation that does not lower (e.g. a pred `add` reducer, which only the reduce
+        # rule understands) is fine as long as it is only ever inlined: drop it unless something calls it.
+        failed: dict[str, HloError] = {}
         for f in hlo_funcs:
-            self._convert_body(f)
+            try:
+                self._convert_body(f)
+            except HloError as e:
+                name = ir.StringAttr(f.operation.attributes["sym_name"]).value
+                if "sym_visibility" not in f.operation.attributes:
+                    raise
+                failed[name] = e
+        for name, e in failed.items():
+            if name in self.called:
+                raise e
+            self.funcs.pop(name).operation.erase()
+        try:  # an invalid op would crash the upstream passes (an abort, not an exception)
+            out.operation.verify()
+        except ir.MLIRError as e:
+            raise self.error(None, f"internal error: the lowered module does not verify: {e}") from None
         return out
 
     def _declare(self, f: ir.Operation) -> None:
@@ -163,12 +266,14 @@ class Rewriter:
     (`arith.addf(a, b)`) insert there.
     """
 
-    def __init__(self, conv: Converter, op: ir.Operation, opcode: str, values: dict) -> None:
+    def __init__(self, conv: Converter, op: ir.Operation, opcode: str, values: dict, scalar: bool = False) -> None:
         self.conv = conv
         self.op = op
         self.opcode = opcode
         self._values = values
         self.attrs = decode_all(op.attributes)
+        # Inside `inline_scalar`: rank-0 `generic`s are emitted as their bare body (no linalg op, no buffer).
+        self.scalar = scalar
 
     # --- operands and types -------------------------------------------------------------------
     @property
@@ -260,6 +365,10 @@ class Rewriter:
         returns the yielded scalars. `inits` default to empty tensors (fine when nothing reads them).
         """
         rank = len(iterators) if iterators is not None else len(out_shape)
+        if self.scalar and rank == 0:
+            outs = [scalar_of(v) for v in inits] if inits is not None else [self.constant(t, 0) for t in out_elements]
+            ys = body(*[scalar_of(v) for v in inputs], *outs)
+            return [tensor.FromElementsOp(ir.RankedTensorType.get([], y.type), [y]).result for y in ys]
         out_map = output_map or ir.AffineMap.get_identity(rank)
         if inits is None:
             inits = [self.empty(out_shape, t) for t in out_elements]
@@ -313,14 +422,54 @@ class Rewriter:
     def call(self, name: str, args: Sequence[ir.Value]) -> list[ir.Value]:
         """Call the lowered computation `name` (tensor arguments/results, flattened like its signature)."""
         self.computation(name)
+        self.conv.called.add(name)
         return list(func.CallOp(self.conv.result_types[name], ir.FlatSymbolRefAttr.get(name), list(args)).results)
+
+    def inline(self, name: str, args: Sequence[ir.Value]) -> list[ir.Value]:
+        """Emit computation `name` on tensors (flattened like its signature) here, instead of a func.call.
+
+        Used for call/while/conditional bodies: a call returning several buffers makes the deallocation
+        pipeline emit an alias-checking helper on i1 memrefs, which the LLVM lowering cannot store.
+        """
+        hlo_fn = None
+        for op in self.conv.source.body.operations:
+            if op.operation.name == "func.func" and ir.StringAttr(op.operation.attributes["sym_name"]).value == name:
+                hlo_fn = op.operation
+        if hlo_fn is None:
+            raise self.error(f"unknown computation '{name}'")
+        block = hlo_fn.regions[0].blocks[0]
+        values: dict[ir.Value, list[ir.Value]] = {}
+        rest = list(args)
+        for arg in block.arguments:
+            n = len(leaves(from_mlir_type(arg.type)))
+            values[arg], rest = rest[:n], rest[n:]
+        for op in block.operations:
+            op = op.operation
+            if op.name == "func.return":
+                return [v for o in op.operands for v in values[o]]
+            opcode = opcode_of(op) or op.name
+            fn = RULES.get(opcode)
+            if fn is None:
+                raise self.conv.error(op, f"no lowering for '{opcode}' yet")
+            with op.location:
+                try:
+                    results = list(fn(Rewriter(self.conv, op, opcode, values)))
+                except HloError:
+                    raise
+                except (ValueError, TypeError, ir.MLIRError) as e:
+                    raise self.conv.error(op, f"cannot lower '{opcode}': {e}") from None
+            for r in op.results:
+                n = len(leaves(from_mlir_type(r.type)))
+                values[r], results = results[:n], results[n:]
+        raise self.error(f"computation '{name}' has no return")
 
     def inline_scalar(self, name: str, scalars: Sequence[ir.Value]) -> list[ir.Value]:
         """Emit computation `name` (parameters and results all rank-0 arrays) as scalar code here.
 
         Each parameter becomes `tensor.from_elements(scalar)` and each result `tensor.extract`; the
-        computation's ops are lowered by their own rules, so upstream canonicalization folds the
-        0-d tensors away. Use inside a linalg.generic body (reducers, comparators, map).
+        computation's ops are lowered by their own rules in scalar mode (rank-0 `generic`/`map` emit
+        their body directly), so no per-element linalg op or buffer is left once canonicalization folds
+        the 0-d tensors away. Use inside a linalg.generic body or scf loop (reducers, comparators, map).
         """
         hlo_fn = None
         for op in self.conv.source.body.operations:
@@ -332,17 +481,21 @@ class Rewriter:
         values: dict[ir.Value, list[ir.Value]] = {}
         if len(block.arguments) != len(scalars):
             raise self.error(f"computation '{name}' takes {len(block.arguments)} parameters, got {len(scalars)}")
+        here = ir.InsertionPoint.current
+        start = _count_before(here)
         for arg, s in zip(block.arguments, scalars):
             values[arg] = [tensor.FromElementsOp(ir.RankedTensorType.get([], s.type), [s]).result]
         for op in block.operations:
             op = op.operation
             if op.name == "func.return":
-                return [tensor.ExtractOp(v, []).result for o in op.operands for v in values[o]]
+                results = [scalar_of(v) for o in op.operands for v in values[o]]
+                _erase_unused_wrappers(here, start)
+                return results
             opcode = opcode_of(op) or op.name
             fn = RULES.get(opcode)
             if fn is None:
                 raise self.conv.error(op, f"no lowering for '{opcode}' yet")
-            results = list(fn(Rewriter(self.conv, op, opcode, values)))
+            results = list(fn(Rewriter(self.conv, op, opcode, values, scalar=True)))
             for r in op.results:
                 n = len(leaves(from_mlir_type(r.type)))
                 values[r], results = results[:n], results[n:]

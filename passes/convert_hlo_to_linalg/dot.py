@@ -1,4 +1,8 @@
-"""dot: a linalg.generic contraction over (batch, lhs free, rhs free, contracting) loops."""
+"""dot: a linalg.generic contraction over (batch, lhs free, rhs free, contracting) loops.
+
+f32/f64 matmul-shaped dots (one free dim per side, one contracting dim) whose sizes fit the register tile
+are marked for `linalg_schedules` (tiled for cache and registers, vectorized to FMAs).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,24 @@ from mlir.dialects import arith
 
 from hlo_mlir.passes.convert_hlo_to_linalg.core import NARROW_FLOATS, Rewriter, element_mlir_type, rule
 from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import convert_scalar
+from hlo_mlir.passes.linalg_schedules import first_divisor, mark
+
+
+def _sizes(shape: list[int], dims: list[int]) -> list[int]:
+    return [shape[d] for d in dims]
+
+
+def _schedule(op: ir.Operation, bounds: list[int], bits: int) -> None:
+    """Register-tile (8 rows x two 512-bit vectors of the result, 16-deep k) and cache-tile a matmul when
+    its sizes allow; smaller or ragged matmuls stay plain loops."""
+    *batch, m, n, k = bounds
+    lanes = 512 // bits
+    inner = [8, 2 * lanes, 16]
+    if m * n * k < 1 << 15 or any(b % t for b, t in zip((m, n, k), inner)):
+        return
+    outer = [first_divisor(m, (64, 32, 16, 8)), first_divisor(n, (256, 128, 64, 32, 16)),
+             first_divisor(k, (256, 128, 64, 32, 16))]
+    mark(op, [1] * len(batch) + outer, [1] * len(batch) + inner)
 
 
 @rule("dot")
@@ -60,6 +82,8 @@ def dot(rw: Rewriter) -> list[ir.Value]:
     rmap = ir.AffineMap.get(rank, 0, rexprs)
     out = rw.generic([lhs, rhs], [lmap, rmap], shape, [acc_t], body, iterators=iters, inits=[init],
                      output_map=out_map)[0]
+    if oe.hlo in ("f32", "f64") and le == oe and re_ == oe and nlf == nrf == nc == 1:
+        _schedule(out.owner, [*_sizes(lshape, lb), lshape[lfree[0]], rshape[rfree[0]], lshape[lc[0]]], oe.bits)
     if oe.hlo in NARROW_FLOATS:
         ident = ir.AffineMap.get_identity(len(shape))
         out = rw.generic([out], [ident], shape, [element_mlir_type(oe)],

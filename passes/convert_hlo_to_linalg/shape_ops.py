@@ -1,5 +1,14 @@
 """Data movement: constant, iota, broadcast, reshape, transpose, reverse, slice, concatenate, pad,
-tuple, get-tuple-element, copy, call, after-all."""
+tuple, get-tuple-element, copy, call, after-all, bitcast.
+
+Where the maps come from: broadcast, transpose, reverse and slice (strided) are one `linalg.generic`
+reading the operand through the map the indexing analysis gives
+(`hlo_mlir.analysis.linalg.generic_maps`); the map built here from the attributes is only the fallback
+for when the analysis gives None. iota is an operand-less generic over the result (identity output
+map). reshape and bitcast are views (`tensor.collapse_shape`/`expand_shape`, plus transposes for a
+bitcast whose layouts are not the default), with no map. concatenate and pad have partial or strided
+domains the analysis rejects: generics reading the operands with `tensor.extract`.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +16,10 @@ import re
 
 from mlir import ir
 from mlir.dialects import arith, tensor
+from mlir.dialects import complex as complex_dialect
 
 from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, element_mlir_type, rule
-from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import convert_scalar
+from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import analysis_maps, convert_scalar, require_elements, wrap
 from hlo_mlir.types import ElementType
 
 
@@ -17,16 +27,16 @@ def _dims(v: ir.Value) -> list[int]:
     return list(ir.RankedTensorType(v.type).shape)
 
 
-@rule("constant")
+@rule("constant", wraps_sub_byte=True)
 def constant(rw: Rewriter) -> list[ir.Value]:
     if "value" not in rw.op.attributes:
         raise rw.unsupported("an elided literal ({...})")
     et = rw.result_element()
-    if et.is_complex:
-        raise rw.unsupported("complex literals")
-    rw.require_floats(et)
+    require_elements(rw, et)
     attr = rw.op.attributes["value"]
     rt = rw.result_type()
+    if et.is_complex:
+        return [_complex_constant(rw, attr, rt)]
     if attr.type != rt:
         body = str(attr)
         body = body[: body.rfind(":")]
@@ -36,19 +46,35 @@ def constant(rw: Rewriter) -> list[ir.Value]:
     return [arith.ConstantOp(rt, attr).result]
 
 
-@rule("iota")
+def _complex_constant(rw: Rewriter, attr: ir.Attribute, rt: ir.RankedTensorType) -> ir.Value:
+    """The literal is stored as its parts along a trailing dim of 2 (complex dense attributes cannot be
+    read through the bindings): a generic reads part 0 and part 1 of each element."""
+    part = ir.ComplexType(rt.element_type).element_type
+    parts_t = ir.RankedTensorType.get([*rt.shape, 2], part)
+    if attr.type != parts_t:
+        body = str(attr)
+        attr = ir.Attribute.parse(f"{body[: body.rfind(':')]}: {parts_t}")
+    parts = arith.ConstantOp(parts_t, attr).result
+    rank = rt.rank
+    dims = [ir.AffineDimExpr.get(d) for d in range(rank)]
+    maps = [ir.AffineMap.get(rank, 0, [*dims, ir.AffineConstantExpr.get(k)]) for k in (0, 1)]
+    return rw.generic([parts, parts], maps, list(rt.shape), [rt.element_type],
+                      lambda re, im, _o: [complex_dialect.create_(rt.element_type, re, im)])[0]
+
+
+@rule("iota", wraps_sub_byte=True)
 def iota(rw: Rewriter) -> list[ir.Value]:
     et = rw.result_element()
     if et.is_complex:
         raise rw.unsupported("complex type")
-    rw.require_floats(et)
+    require_elements(rw, et)
     dim = int(rw.attrs["iota_dimension"])
     i64 = ir.IntegerType.get_signless(64)
     s64 = ElementType("s64", "i64", None, 64)
 
     def body(_out: ir.Value) -> list[ir.Value]:
         i = arith.index_cast(i64, rw.index(dim))
-        return [convert_scalar(rw, i, s64, et) if et.hlo != "s64" else i]
+        return [wrap(rw, convert_scalar(rw, i, s64, et), et) if et.hlo != "s64" else i]
 
     return rw.generic([], [], rw.result_shape(), [element_mlir_type(et)], body)
 
@@ -57,59 +83,131 @@ def _permuted_map(rank: int, exprs: list[ir.AffineExpr]) -> ir.AffineMap:
     return ir.AffineMap.get(rank, 0, exprs)
 
 
-@rule("broadcast")
-def broadcast(rw: Rewriter) -> list[ir.Value]:
+def _move(rw: Rewriter, fallback: ir.AffineMap) -> list[ir.Value]:
+    """The result as one generic copying operand 0 through the analysis' map (`fallback` when the
+    analysis has none)."""
     x = rw.operand(0)
-    dims = list(rw.attrs.get("dimensions", ()))
-    rank = len(rw.result_shape())
-    m = _permuted_map(rank, [ir.AffineDimExpr.get(d) for d in dims])
+    g = analysis_maps(rw)
+    m = fallback
+    if g is not None and len(g.operand_maps) == 1 and set(g.iterator_types) <= {"parallel"}:
+        m = g.operand_maps[0]
     return rw.generic([x], [m], rw.result_shape(), [ir.RankedTensorType(x.type).element_type], lambda a, _o: [a])
 
 
-@rule("transpose")
+@rule("broadcast", wraps_sub_byte=True)
+def broadcast(rw: Rewriter) -> list[ir.Value]:
+    dims = list(rw.attrs.get("dimensions", ()))
+    rank = len(rw.result_shape())
+    return _move(rw, _permuted_map(rank, [ir.AffineDimExpr.get(d) for d in dims]))
+
+
+@rule("transpose", wraps_sub_byte=True)
 def transpose(rw: Rewriter) -> list[ir.Value]:
-    x = rw.operand(0)
     perm = list(rw.attrs["dimensions"])
     rank = len(perm)
     # output dim i reads input dim perm[i]: input index j = out index perm^-1[j]
     inv = [0] * rank
     for i, p in enumerate(perm):
         inv[p] = i
-    m = _permuted_map(rank, [ir.AffineDimExpr.get(inv[j]) for j in range(rank)])
-    return rw.generic([x], [m], rw.result_shape(), [ir.RankedTensorType(x.type).element_type], lambda a, _o: [a])
+    return _move(rw, _permuted_map(rank, [ir.AffineDimExpr.get(inv[j]) for j in range(rank)]))
 
 
-@rule("reverse")
+@rule("reverse", wraps_sub_byte=True)
 def reverse(rw: Rewriter) -> list[ir.Value]:
     x = rw.operand(0)
     shape = _dims(x)
     rev = set(rw.attrs["dimensions"])
     exprs = [ir.AffineConstantExpr.get(n - 1) - ir.AffineDimExpr.get(d) if d in rev else ir.AffineDimExpr.get(d)
              for d, n in enumerate(shape)]
-    m = _permuted_map(len(shape), exprs)
-    return rw.generic([x], [m], shape, [ir.RankedTensorType(x.type).element_type], lambda a, _o: [a])
+    return _move(rw, _permuted_map(len(shape), exprs))
 
 
-@rule("reshape")
-def reshape(rw: Rewriter) -> list[ir.Value]:
-    x = rw.operand(0)
-    rt = rw.result_type()
+def _reshape_to(x: ir.Value, shape: list[int]) -> ir.Value:
+    """Row-major reshape as a view: collapse to 1-d, expand to `shape`."""
     src = _dims(x)
-    if src == list(rt.shape):
-        return [x]
+    if src == shape:
+        return x
     et = ir.RankedTensorType(x.type).element_type
+    rt = ir.RankedTensorType.get(shape, et)
     n = 1
     for d in src:
         n *= d
     flat = x
-    if len(src) != 1:
-        flat = tensor.CollapseShapeOp(ir.RankedTensorType.get([n], et), x,
-                                      [list(range(len(src)))] if src else []).result
-    if rt.rank == 1:
-        return [flat]
-    if rt.rank == 0:
-        return [tensor.CollapseShapeOp(rt, flat, []).result]
-    return [tensor.ExpandShapeOp(rt, flat, [list(range(rt.rank))], [], list(rt.shape)).result]
+    if not src:  # a rank-0 tensor expands to one element (reassociation [])
+        flat = tensor.ExpandShapeOp(ir.RankedTensorType.get([1], et), x, [], [], [1]).result
+    elif len(src) != 1:
+        flat = tensor.CollapseShapeOp(ir.RankedTensorType.get([n], et), x, [list(range(len(src)))]).result
+    if len(shape) == 1:
+        return flat
+    if not shape:
+        return tensor.CollapseShapeOp(rt, flat, []).result
+    return tensor.ExpandShapeOp(rt, flat, [list(range(len(shape)))], [], shape).result
+
+
+@rule("reshape", wraps_sub_byte=True)
+def reshape(rw: Rewriter) -> list[ir.Value]:
+    return [_reshape_to(rw.operand(0), rw.result_shape())]
+
+
+def _permute(rw: Rewriter, x: ir.Value, perm: list[int]) -> ir.Value:
+    """Result dim i is dim perm[i] of `x` (a transpose generic; `x` itself for the identity)."""
+    if perm == sorted(perm):
+        return x
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    src = _dims(x)
+    m = _permuted_map(len(perm), [ir.AffineDimExpr.get(inv[j]) for j in range(len(perm))])
+    return rw.generic([x], [m], [src[p] for p in perm], [ir.RankedTensorType(x.type).element_type],
+                      lambda a, _o: [a])[0]
+
+
+_LAYOUT = re.compile(r"[a-z0-9]+\[[^\]]*\]\{([0-9,]*)(?::[^}]*)?\}")
+
+
+def _major_to_minor(shape: ir.Attribute | None, rank: int) -> list[int]:
+    """Dims from major to minor under the layout of shape text like `f32[6,4]{0,1}` (default: row-major)."""
+    m = _LAYOUT.fullmatch(ir.StringAttr(shape).value) if shape is not None else None
+    if not m or not m.group(1):
+        return list(range(rank))
+    return list(reversed([int(d) for d in m.group(1).split(",")]))
+
+
+def _shape_attr(v: ir.Value) -> ir.Attribute | None:
+    """The `hlo.shape` text (with layout) of an instruction result or a parameter, if written."""
+    owner = v.owner
+    if isinstance(owner, ir.Block):
+        fn = owner.owner
+        if "arg_attrs" not in fn.attributes:
+            return None
+        d = ir.DictAttr(ir.ArrayAttr(fn.attributes["arg_attrs"])[ir.BlockArgument(v).arg_number])
+        return d["hlo.shape"] if "hlo.shape" in d else None
+    op = owner.operation
+    return op.attributes["hlo.shape"] if "hlo.shape" in op.attributes else None
+
+
+@rule("bitcast", wraps_sub_byte=True)
+def bitcast(rw: Rewriter) -> list[ir.Value]:
+    """Reinterpret the operand's buffer: its elements in physical (layout) order, laid out again under
+    the result's layout. A transpose into physical order, a row-major reshape, a transpose back."""
+    x = rw.operand(0)
+    src, dst = rw.operand_element(0), rw.result_element()
+    if src.bits != dst.bits or src.is_complex != dst.is_complex or src.is_pred != dst.is_pred:
+        raise rw.unsupported(f"element types {src.hlo} -> {dst.hlo} of different widths")
+    require_elements(rw, src, dst)
+    out_shape = rw.result_shape()
+    in_order = _major_to_minor(_shape_attr(rw.op.operands[0]), len(_dims(x)))
+    out_order = _major_to_minor(rw.op.attributes["hlo.shape"] if "hlo.shape" in rw.op.attributes else None,
+                                len(out_shape))
+    physical = _reshape_to(_permute(rw, x, in_order), [out_shape[d] for d in out_order])
+    dt = element_mlir_type(dst)
+    if src != dst:
+        physical = rw.generic([physical], [ir.AffineMap.get_identity(len(out_shape))], _dims(physical), [dt],
+                              lambda a, _o: [arith.bitcast(dt, a)])[0]
+    back = [0] * len(out_order)
+    for i, d in enumerate(out_order):
+        back[d] = i
+    return [_permute(rw, physical, back)]
 
 
 # Slices, concatenation and padding are linalg.generic ops over the result (reading operands with
@@ -121,17 +219,32 @@ def _idx(v: int) -> ir.Value:
     return arith.constant(ir.IndexType.get(), v)
 
 
-@rule("slice")
+@rule("slice", wraps_sub_byte=True)
 def slice_(rw: Rewriter) -> list[ir.Value]:
-    x = rw.operand(0)
     triples = rw.attrs["slice"]
     shape = rw.result_shape()
-    exprs = [ir.AffineConstantExpr.get(int(t[0])) + ir.AffineDimExpr.get(d) * int(t[2]) for d, t in enumerate(triples)]
-    m = _permuted_map(len(shape), exprs)
-    return rw.generic([x], [m], shape, [ir.RankedTensorType(x.type).element_type], lambda a, _o: [a])
+    x = rw.operand(0)
+    src = _dims(x)
+    if all(int(t[0]) != 0 or int(t[2]) != 1 or shape[d] == src[d] for d, t in enumerate(triples)):
+        exprs = [ir.AffineConstantExpr.get(int(t[0])) + ir.AffineDimExpr.get(d) * int(t[2])
+                 for d, t in enumerate(triples)]
+        return _move(rw, _permuted_map(len(shape), exprs))
+    # A dimension read as plain `d` over a shorter range: linalg would take the loop bound from the
+    # operand, so read the operand with tensor.extract at the computed indices instead. (A
+    # tensor.extract_slice view would do, but some of its bufferizations copy through the runtime
+    # library's memrefCopy, which the JIT does not load.)
+    et = ir.RankedTensorType(x.type).element_type
+    if 0 in shape:
+        return [rw.empty(shape, et)]
+
+    def body(_out: ir.Value) -> list[ir.Value]:
+        idx = [arith.addi(arith.muli(rw.index(d), _idx(int(t[2]))), _idx(int(t[0]))) for d, t in enumerate(triples)]
+        return [tensor.ExtractOp(x, idx).result]
+
+    return rw.generic([], [], shape, [et], body)
 
 
-@rule("concatenate")
+@rule("concatenate", wraps_sub_byte=True)
 def concatenate(rw: Rewriter) -> list[ir.Value]:
     dim = int(list(rw.attrs["dimensions"])[0])
     rt = rw.result_type()
@@ -167,7 +280,7 @@ def concatenate(rw: Rewriter) -> list[ir.Value]:
     return rw.generic([], [], shape, [rt.element_type], body)
 
 
-@rule("pad")
+@rule("pad", wraps_sub_byte=True)
 def pad(rw: Rewriter) -> list[ir.Value]:
     x, value = rw.operand(0), rw.operand(1)
     cfg = rw.attrs["padding"]
@@ -204,12 +317,12 @@ def pad(rw: Rewriter) -> list[ir.Value]:
     return rw.generic([value], [scalar_map], shape, [element], body)
 
 
-@rule("tuple")
+@rule("tuple", wraps_sub_byte=True)
 def tuple_(rw: Rewriter) -> list[ir.Value]:
     return [v for i in range(rw.num_operands) for v in rw.operand_leaves(i)]
 
 
-@rule("get-tuple-element")
+@rule("get-tuple-element", wraps_sub_byte=True)
 def get_tuple_element(rw: Rewriter) -> list[ir.Value]:
     from hlo_mlir.passes.convert_hlo_to_linalg.core import leaves
 
@@ -220,14 +333,14 @@ def get_tuple_element(rw: Rewriter) -> list[ir.Value]:
     return rw.operand_leaves(0)[start : start + n]
 
 
-@rule("copy", "after-all")
+@rule("copy", "after-all", wraps_sub_byte=True)
 def forward(rw: Rewriter) -> list[ir.Value]:
     """copy is the identity on tensors; tokens (after-all) have no runtime representation."""
     return [v for i in range(rw.num_operands) for v in rw.operand_leaves(i)] if rw.opcode == "copy" else []
 
 
-@rule("call")
+@rule("call", wraps_sub_byte=True)
 def call(rw: Rewriter) -> list[ir.Value]:
     name = str(rw.attrs["to_apply"])
     name = re.sub(r"^%", "", name)
-    return rw.call(name, [v for i in range(rw.num_operands) for v in rw.operand_leaves(i)])
+    return rw.inline(name, [v for i in range(rw.num_operands) for v in rw.operand_leaves(i)])

@@ -6,7 +6,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import hlo_mlir
+from hlo_mlir.oracle import run_xla, xla_available
 from jit_helpers import check
+from xla_compare import assert_outputs
 
 I32_EDGE = np.array([0, 1, -1, 7, -7, 2**31 - 1, -(2**31), 3], np.int32)
 I32_DIV = np.array([0, 0, -1, 2, -3, -1, -1, 40], np.int32)
@@ -135,3 +138,251 @@ ENTRY e {
 }
 """
     check(text, F32_EDGE, F32_B)
+
+
+# --- complex --------------------------------------------------------------------------------------
+
+C64_A = np.array([1 + 2j, -3 + 0.5j, 0, complex(np.inf, 1), complex(1, np.nan), 2 - 1j, 1e30 + 1e30j,
+                  complex(-np.inf, -np.inf)], np.complex64)
+C64_B = np.array([0.5 - 1j, 2 + 2j, 1, 1 + 1j, 2 + 0j, 0, 3e-30 + 1j, complex(np.nan, 0)], np.complex64)
+C_FINITE = np.array([1 + 2j, -3 + 0.5j, 0.25 - 1j, 2 - 1j, -0.5 - 0.5j, 0.1 + 3j, -2 - 0.1j, 1.5 + 0j],
+                    np.complex64)
+
+
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "divide"])
+@pytest.mark.parametrize("ty", ["c64", "c128"])
+def test_complex_arith_bit_exact(op: str, ty: str) -> None:
+    """Explicit real arithmetic written as NumPy computes it: bit-identical, inf/NaN parts included."""
+    dt = np.complex64 if ty == "c64" else np.complex128
+    a, b = C64_A.astype(dt), C64_B.astype(dt)
+    exact_xla = not (ty == "c128" and op == "divide")  # XLA's f64 quotient differs from Smith's in the last ulp
+    got = check(binary(op, ty), a, b, xla=exact_xla)
+    if not exact_xla and xla_available():
+        assert_outputs(got, run_xla(binary(op, ty), [a, b]), 1e-15)
+
+
+@pytest.mark.parametrize("op", ["power", "atan2"])
+def test_complex_power_atan2(op: str) -> None:
+    check(binary(op, "c64"), C_FINITE, C_FINITE[::-1].copy(), tol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["exponential", "log", "sqrt", "rsqrt", "sine", "cosine", "tan", "tanh",
+                                "sign", "logistic", "exponential-minus-one", "log-plus-one"])
+def test_complex_unary(op: str) -> None:
+    check(unary(op, "c64"), C_FINITE, tol=2e-6)
+    check(unary(op, "c128"), C_FINITE.astype(np.complex128), tol=1e-12, xla=op != "logistic")
+
+
+def test_complex_parts_abs_negate_compare() -> None:
+    text = """HloModule m
+ENTRY e {
+  a = c64[8] parameter(0)
+  b = c64[8] parameter(1)
+  re = f32[8] real(a)
+  im = f32[8] imag(a)
+  n = c64[8] negate(a)
+  c = c64[8] complex(im, re)
+  eq = pred[8] compare(a, b), direction=EQ
+  ne = pred[8] compare(a, a), direction=NE
+  ab = f32[8] abs(a)
+  ROOT t = (f32[8], f32[8], c64[8], c64[8], pred[8], pred[8], f32[8]) tuple(re, im, n, c, eq, ne, ab)
+}
+"""
+    got = check(text, C64_A, np.concatenate([C64_A[:4], C64_B[4:]]), tol=1e-6)
+    assert list(got[5]) == [False, False, False, False, True, False, False, False]  # NaN part: not equal
+
+
+@pytest.mark.parametrize("src,dst", [("c64", "c128"), ("c128", "c64"), ("c64", "f32"), ("c64", "s32"),
+                                     ("f32", "c64"), ("s32", "c128"), ("f64", "c64")])
+def test_complex_convert(src: str, dst: str) -> None:
+    with np.errstate(all="ignore"):  # inf * 1e200 parts
+        vals = {"c64": C64_A, "c128": C64_A.astype(np.complex128) * 1e200,
+                "f32": F32_EDGE, "f64": F32_EDGE.astype(np.float64) * 1e300, "s32": I32_EDGE}[src]
+    check(unary("convert", src, dst), vals)
+
+
+def test_complex_constant_real_operand() -> None:
+    text = """HloModule m
+ENTRY e {
+  x = f32[3] parameter(0)
+  k = c64[3] constant({(1, 2), (3, -4), (0.5, 0)})
+  s = c64[] constant((0, -1))
+  b = c64[3] broadcast(s), dimensions={}
+  m = c64[3] multiply(k, b)
+  re = f32[3] real(x)
+  im = f32[3] imag(x)
+  ROOT t = (c64[3], f32[3], f32[3]) tuple(m, re, im)
+}
+"""
+    check(text, np.array([1, -2, np.nan], np.float32))
+
+
+def test_complex_rejects_what_xla_does_not_define() -> None:
+    with pytest.raises(hlo_mlir.diagnostics.HloError, match="jit: 'compare' with direction LT on c64"):
+        hlo_mlir.load(binary("compare:pred", "c64", extra=", direction=LT")).run(C64_A, C64_B, backend="jit")
+
+
+# --- f8 -------------------------------------------------------------------------------------------
+
+F8 = {"f8e5m2": ml_dtypes.float8_e5m2, "f8e4m3fn": ml_dtypes.float8_e4m3fn, "f8e4m3": ml_dtypes.float8_e4m3,
+      "f8e3m4": ml_dtypes.float8_e3m4, "f8e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
+      "f8e5m2fnuz": ml_dtypes.float8_e5m2fnuz, "f8e4m3b11fnuz": ml_dtypes.float8_e4m3b11fnuz}
+
+
+def check_f8(text: str, *args: np.ndarray, interp: bool = True, xla: bool = True) -> None:
+    """JIT == interpreter and XLA value for value, NaN where they have NaN, whatever the NaN's bits (XLA
+    makes every f8 NaN 0x7f; a NaN's sign from f32 arithmetic is not semantics)."""
+    m = hlo_mlir.load(text)
+    got = m.run(*args, backend="jit")
+    refs = ([m.run(*args)] if interp else []) + ([run_xla(text, list(args))] if xla and xla_available() else [])
+    for ref in refs:
+        for o, r in zip(got, ref, strict=True):
+            o, r = np.asarray(o), np.asarray(r)
+            assert o.dtype == r.dtype and o.shape == r.shape
+            o64, r64 = o.astype(np.float64), r.astype(np.float64)
+            np.testing.assert_array_equal(np.isnan(o64), np.isnan(r64))
+            keep = ~np.isnan(o64)
+            assert o[keep].tobytes() == r[keep].tobytes(), (o, r)
+
+
+def _f8_edges(dt: type) -> np.ndarray:
+    """Max, just past max (rounds back / overflows), ties, subnormals, halfway-to-zero, inf, NaN, -0."""
+    fi = ml_dtypes.finfo(dt)
+    mx, sub, tiny = float(fi.max), float(fi.smallest_subnormal), float(fi.smallest_normal)
+    fixed = [0.0, -0.0, mx, -mx, mx * 1.0625, mx * 1.2, -mx * 1.2, np.inf, -np.inf, np.nan, -np.nan, sub,
+             sub / 2, sub * 0.51, -sub * 0.49, sub * 1.5, sub * 2.5, tiny * 0.99, tiny, 1.0, 1.0625, 1.03125,
+             1.09375, -3.3]
+    return np.concatenate([np.array(fixed, np.float32),
+                           (np.random.default_rng(0).standard_normal(40) * 4).astype(np.float32)])
+
+
+@pytest.mark.parametrize("ty", sorted(F8))
+def test_f8_convert(ty: str) -> None:
+    dt = F8[ty]
+    x = _f8_edges(dt)
+    n = len(x)
+    check_f8(unary("convert", "f32", ty, n), x)
+    # f64 -> f8 rounds once, as XLA does; the interpreter (ml_dtypes) rounds to f32 first, so XLA only.
+    check_f8(unary("convert", "f64", ty, n), x.astype(np.float64) * (1 + 2.0**-30), interp=False)
+    check_f8(unary("convert", "bf16", ty, n), x.astype(ml_dtypes.bfloat16))
+    check_f8(unary("convert", "s32", ty), np.array([0, 1, -1, 17, 1000, -100000, 2**31 - 1, 3], np.int32))
+    codes = np.arange(256, dtype=np.uint8).view(dt)
+    for dst in ("f32", "f16", "s32", "u8", "f8e5m2", "f8e4m3fn"):
+        check_f8(unary("convert", ty, dst, 256), codes)
+    check(unary("bitcast-convert", ty, "u8", 256), codes)
+
+
+@pytest.mark.parametrize("ty", sorted(F8))
+def test_f8_arith_rounds_once_from_f32(ty: str) -> None:
+    codes = np.arange(256, dtype=np.uint8).view(F8[ty])
+    rev = codes[::-1].copy()
+    for op in ("add", "multiply", "divide", "maximum", "subtract"):
+        check_f8(binary(op, ty, 256), codes, rev)
+    # XLA's sqrt on f8e3m4 rounds through f16 first (sqrt(0.96875) -> 1.0, not 0.96875); exp is libm's.
+    for op in ("negate", "abs", "sqrt", "exponential"):
+        check_f8(unary(op, ty, n=256), codes, xla=op in ("negate", "abs") or (op == "sqrt" and ty != "f8e3m4"))
+    check_f8(binary("compare:pred", ty, 256, ", direction=LT"), codes, rev)
+    check(binary("compare:pred", ty, 256, ", direction=LT, type=TOTALORDER"), codes, rev)
+
+
+# --- sub-byte integers ----------------------------------------------------------------------------
+
+S4_A = np.array([7, -8, -1, 3, 5, -3, 0, 6], ml_dtypes.int4)
+S4_B = np.array([1, -1, -1, 0, 5, 2, 3, -8], ml_dtypes.int4)
+U4_A = np.array([15, 8, 0, 3, 9, 14, 1, 7], ml_dtypes.uint4)
+U4_B = np.array([1, 15, 0, 2, 9, 3, 4, 8], ml_dtypes.uint4)
+
+
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum",
+                                "and", "or", "xor", "shift-left", "shift-right-logical",
+                                "shift-right-arithmetic", "power"])
+@pytest.mark.parametrize("ty,a,b", [("s4", S4_A, S4_B), ("u4", U4_A, U4_B)])
+def test_sub_byte_binary_wraps(op: str, ty: str, a: np.ndarray, b: np.ndarray) -> None:
+    check(binary(op, ty), a, b)
+
+
+@pytest.mark.parametrize("op", ["negate", "abs", "sign", "not", "popcnt", "count-leading-zeros"])
+def test_sub_byte_unary(op: str) -> None:
+    # XLA's CPU backend counts bits of the sign-extended byte for s4 popcnt/clz (popcnt(-1) = 8 wraps to
+    # -8); the interpreter counts the 4 bits, and so does the jit.
+    check(unary(op, "s4"), S4_A, xla=op not in ("popcnt", "count-leading-zeros"))
+    if op not in ("negate", "abs", "sign"):
+        check(unary(op, "u4"), U4_A)
+
+
+@pytest.mark.parametrize("src,dst", [("s32", "s4"), ("s4", "s32"), ("u4", "s4"), ("s4", "u4"), ("f32", "s4"),
+                                     ("f32", "u4"), ("s4", "f32"), ("u4", "f32"), ("s8", "u2"), ("s4", "s2"),
+                                     ("s2", "u4"), ("s4", "pred")])
+def test_sub_byte_convert(src: str, dst: str) -> None:
+    vals = {"s32": np.array([0, 7, 8, -9, 100, -100, 15, 16], np.int32), "s4": S4_A, "u4": U4_A,
+            "f32": np.array([0, 7.9, 8, -9, 100, -100, np.nan, -8.5], np.float32),
+            "s8": np.array([0, 1, 2, 3, 4, -1, -2, 127], np.int8),
+            "s2": np.array([0, 1, -1, -2, 1, 0, -2, -1], ml_dtypes.int2)}[src]
+    check(unary("convert", src, dst), vals, xla="2" not in src + dst)  # XLA's oracle has no s2/u2
+
+
+def test_sub_byte_constant_iota_compare() -> None:
+    text = """HloModule m
+ENTRY e {
+  a = s4[8] parameter(0)
+  c = s4[8] constant({-8, 7, -1, 0, 1, 2, 3, 4})
+  i = s4[8] iota(), iota_dimension=0
+  s = s4[8] add(c, i)
+  l = pred[8] compare(a, s), direction=LT
+  ROOT t = (s4[8], s4[8], pred[8]) tuple(s, i, l)
+}
+"""
+    check(text, S4_A)
+
+
+# --- integer power, scalar select / clamp -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ty", ["s32", "s8", "u8", "s64"])
+def test_integer_power(ty: str) -> None:
+    dt = {"s32": np.int32, "s8": np.int8, "u8": np.uint8, "s64": np.int64}[ty]
+    base = np.array([2, -1, -1, 1, 0, 3, 7, -2, 2, 0, 5, -3], np.int64).astype(dt)
+    exp = np.array([10, -3, -4, -5, 0, 40, 3, 63, -1, -2, 64, 5], np.int64).astype(dt)
+    check(binary("power", ty, 12), base, exp, xla=ty != "u8")  # XLA's u8 power treats 'negative' differently
+
+
+def test_scalar_select_and_clamp() -> None:
+    text = """HloModule m
+ENTRY e {
+  p = pred[] parameter(0)
+  a = f32[2,3] parameter(1)
+  b = f32[2,3] parameter(2)
+  lo = f32[] parameter(3)
+  hi = f32[] parameter(4)
+  s = f32[2,3] select(p, a, b)
+  c = f32[2,3] clamp(lo, a, hi)
+  ROOT t = (f32[2,3], f32[2,3]) tuple(s, c)
+}
+"""
+    a = np.array([[1, 2, np.nan], [4, -5, 6]], np.float32)
+    b = -a
+    for p in (True, False):
+        check(text, np.array(p), a, b, np.float32(-1), np.float32(3))
+    ints = text.replace("f32", "s8")
+    check(ints, np.array(True), np.arange(6, dtype=np.int8).reshape(2, 3), np.ones((2, 3), np.int8),
+          np.int8(2), np.int8(4))
+
+
+def test_sub_byte_results_of_other_rules_wrap() -> None:
+    """A rule not written for sub-byte types (dot) computes in i8; the driver wraps its result, so a
+    later compare sees the s4 value (7*7*3 = 147 wraps to 3, not the i8 -109)."""
+    text = """HloModule m
+ENTRY e {
+  a = s4[2,3] parameter(0)
+  b = s4[3,2] parameter(1)
+  d = s4[2,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  z = s4[] constant(0)
+  zb = s4[2,2] broadcast(z), dimensions={}
+  c = pred[2,2] compare(d, zb), direction=LT
+  ROOT t = (s4[2,2], pred[2,2]) tuple(d, c)
+}
+"""
+    a = np.array([[7, 7, 7], [-8, 3, 5]], ml_dtypes.int4)
+    b = np.array([[7, 1], [7, 2], [7, 3]], ml_dtypes.int4)
+    got = check(text, a, b)
+    assert got[1].tolist() == [[False, True], [False, True]]

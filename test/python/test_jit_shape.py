@@ -114,8 +114,8 @@ add {
 }
 ENTRY e {
   x = f32[4] parameter(0)
-  z = f32[] constant(0)
-  ROOT r = f32[] reduce(x, z), dimensions={0}, to_apply=add
+  z = f32[] parameter(1)
+  ROOT r = s16[4,2] bitcast(x)
 }
 """
 
@@ -126,7 +126,8 @@ def test_unsupported_op_is_a_clean_error(tmp_path) -> None:  # type: ignore[no-u
     proc = subprocess.run([sys.executable, "-m", "hlo_mlir.tools.hlo_run", str(path), "--random-inputs",
                            "--backend", "jit"], capture_output=True, text=True)
     assert proc.returncode == 1
-    assert f"{path}:10:3:" in proc.stderr and "error: jit: no lowering for 'reduce'" in proc.stderr
+    assert f"{path}:10:3:" in proc.stderr
+    assert "error: jit: 'bitcast' with element types f32 -> s16 of different widths is not supported" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
@@ -145,3 +146,38 @@ def test_xla_oracle_reachable() -> None:
     """The differential tests above compare against XLA only when it is available; say so when not."""
     if not xla_available():
         pytest.skip("XLA oracle unavailable: jit results were compared with the interpreter only")
+
+
+@pytest.mark.parametrize("text", [
+    # a transpose under the layouts
+    "p = f32[2,3]{0,1} parameter(0)\n  ROOT b = f32[3,2]{1,0} bitcast(p)",
+    # physical order 0,2,1 -> a transpose, a reshape, a transpose back, and a reinterpretation
+    "p = f32[2,3,4]{1,2,0} parameter(0)\n  ROOT b = s32[4,6]{0,1} bitcast(p)",
+    # default layouts: a reshape
+    "p = f32[2,3,4] parameter(0)\n  ROOT b = f32[6,4] bitcast(p)",
+    "p = f32[2,3,4]{2,1,0} parameter(0)\n  ROOT b = u32[24]{0} bitcast(p)",
+    "p = f32[2,3,4]{0,1,2} parameter(0)\n  ROOT b = f32[4,3,2]{2,1,0} bitcast(p)",
+])
+def test_bitcast_follows_layouts(text: str) -> None:
+    n = 24 if "[2,3,4]" in text else 6
+    x = (np.arange(n, dtype=np.float32) * 1.5 - 4).reshape((2, 3, 4) if n == 24 else (2, 3))
+    check(f"HloModule m\nENTRY e {{\n  {text}\n}}\n", x)
+
+
+def test_linalg_maps_come_from_the_indexing_analysis() -> None:
+    """The generic's indexing maps are the analysis' output-to-input maps."""
+    import hlo_mlir
+    from hlo_mlir.analysis.linalg import generic_maps
+    from hlo_mlir.passes.convert_hlo_to_linalg import convert
+
+    text = one("  b = f32[5,2,3,4] broadcast(x), dimensions={1,2,3}\n"
+               "  t = f32[4,3,2,5] transpose(b), dimensions={3,2,1,0}\n"
+               "  s = f32[2,2,1,3] slice(t), slice={[1:4:2], [0:3:2], [1:2], [0:5:2]}\n"
+               "  ROOT r = f32[2,2,1,3] reverse(s), dimensions={0,3}")
+    m = hlo_mlir.load(text)
+    ops = [o.operation for o in m.mlir.body.operations[0].regions[0].blocks[0].operations][:-1]
+    want = [str(generic_maps(op, 0, context=m.context).operand_maps[0]) for op in ops]
+    lowered = str(convert(m))
+    for w in want:
+        assert f"affine_map<{w}>" in lowered, (w, lowered)
+    check(text, X)

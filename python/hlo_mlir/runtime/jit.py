@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from hlo_mlir.diagnostics import HloError
+from hlo_mlir.runtime import host
 from hlo_mlir.types import ArrayType
 
 _GLOBAL_SENTINEL = 0xDEADBEEF  # memref.get_global's "allocated" pointer
@@ -31,9 +32,14 @@ def _descriptor_type(rank: int) -> type[ctypes.Structure]:
 
 
 def _storage_dtype(t: ArrayType) -> np.dtype:
-    """NumPy dtype with the memory layout LLVM uses for the element (1 byte for i1/i2/i4)."""
+    """NumPy dtype with the memory layout LLVM uses for the element (1 byte for i1/i2/i4).
+
+    Sub-byte integers travel as int8/uint8 holding the value (ml_dtypes keeps only the low bits, the
+    lowered code wants s4 sign-extended in its i8)."""
     if t.element.dtype is None:
         raise HloError(f"jit: element type {t.element.hlo} has no NumPy representation")
+    if t.element.bits < 8 and not t.element.is_pred and not t.element.is_float:
+        return np.dtype(np.int8 if t.element.is_signed_int else np.uint8)
     return np.dtype(t.element.dtype)
 
 
@@ -44,6 +50,7 @@ class Compiled:
     params: list[ArrayType]
     results: list[ArrayType]
     compile_ms: float
+    host_callbacks: tuple = ()  # ctypes trampolines of the module's host functions (must outlive `engine`)
 
     def __call__(self, *args: Any) -> list[np.ndarray]:
         if len(args) != len(self.params):
@@ -52,7 +59,7 @@ class Compiled:
         arg_ptrs = []
         spans = []
         for a, t in zip(args, self.params):
-            arr = np.ascontiguousarray(np.asarray(a, dtype=_storage_dtype(t)))
+            arr = np.asarray(a, dtype=_storage_dtype(t), order="C")  # ascontiguousarray would make 0-d arrays 1-d
             if arr.shape != tuple(t.dims):
                 raise HloError(f"jit: argument of shape {arr.shape} where {t} was expected")
             desc = _descriptor_type(arr.ndim)()
@@ -74,6 +81,7 @@ class Compiled:
             descs = [getattr(out, f"r{i}") for i in range(len(res_types))]
         ptrs = ([ctypes.pointer(ctypes.pointer(out))] if res_types else []) + arg_ptrs
         self.engine.invoke(self.entry, *ptrs)
+        host.raise_pending()
         values, freed = [], set()
         for d, t in zip(descs, self.results):
             dtype = _storage_dtype(t)
@@ -81,9 +89,11 @@ class Compiled:
             n = int(np.prod(shape, dtype=np.int64))
             if n:
                 buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(d.aligned + d.offset * dtype.itemsize)
-                values.append(np.frombuffer(buf, dtype=dtype).reshape(shape).copy())
+                values.append(np.frombuffer(buf, dtype=dtype).reshape(shape).astype(t.element.dtype))
             else:
-                values.append(np.zeros(shape, dtype))
+                values.append(np.zeros(shape, t.element.dtype))
+        # Free only once every result is copied: two results may share one buffer (e.g. `x` and `copy(x)`).
+        for d in descs:
             ptr = d.allocated
             if ptr and ptr != _GLOBAL_SENTINEL and ptr not in freed and not any(lo <= ptr < hi for lo, hi in spans):
                 freed.add(ptr)
@@ -122,15 +132,21 @@ def compile_module(module: Any, text: str | None = None) -> Compiled:
         ftype = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
         params = [a for t in ftype.inputs for a in leaves(from_mlir_type(t))]
         results = [a for t in ftype.results for a in leaves(from_mlir_type(t))]
+        symbols = [
+            ir.StringAttr(op.operation.attributes["sym_name"]).value
+            for op in lowered.body.operations
+            if op.operation.name == "func.func" and host.ATTRIBUTE in op.operation.attributes
+        ]
         lower_to_llvm.to_loops(lowered)
         lower_to_llvm.to_llvm(lowered)
         try:
             engine = ExecutionEngine(lowered, opt_level=3)
         except Exception as e:  # the engine reports LLVM failures as RuntimeError
             raise HloError(f"jit: LLVM compilation failed: {e}") from None
+        callbacks = tuple(host.register_all(engine, symbols))  # before any lookup resolves the symbols
         if not engine.raw_lookup("_mlir_ciface_" + name):  # e.g. an unresolved libm symbol
             raise HloError(f"jit: LLVM compilation of '{name}' failed (see the JIT session error above)")
-    compiled = Compiled(engine, name, params, results, (time.perf_counter() - start) * 1e3)
+    compiled = Compiled(engine, name, params, results, (time.perf_counter() - start) * 1e3, callbacks)
     _CACHE[key] = compiled
     return compiled
 

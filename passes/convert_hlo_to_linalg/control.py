@@ -1,0 +1,122 @@
+"""Control flow and value-forwarding ops: while, conditional, fusion, barriers, async/copy wrappers.
+
+Nested computations are inlined (`rw.inline`); a while loop is an `scf.while` over the
+flattened tuple state, a conditional an `scf.if` (pred) or `scf.index_switch` (branch index, where an
+out-of-range index runs the last branch: it is the switch's default).
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, bufferization, scf
+
+from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, leaves, pred_load, rule, scalar_of
+from hlo_mlir.types import ArrayType, TupleType
+
+
+def _name(v: object) -> str:
+    return str(v).lstrip("%")
+
+
+@rule("while")
+def while_(rw: Rewriter) -> list[ir.Value]:
+    # The loop updates its state in place: give it buffers of its own (an operand may be read after the loop).
+    state = _fresh(rw.operand_leaves(0))
+    types = [v.type for v in state]
+    cond, body = _name(rw.attrs["condition"]), _name(rw.attrs["body"])
+    loop = scf.WhileOp(types, state)
+    before = loop.before.blocks.append(*types)
+    with ir.InsertionPoint(before):
+        (flag,) = rw.inline(cond, list(before.arguments))
+        scf.ConditionOp(pred_load(scalar_of(flag)), list(before.arguments))
+    after = loop.after.blocks.append(*types)
+    with ir.InsertionPoint(after):
+        # Write the new state into the loop's own buffers: yields equivalent to the iteration arguments keep
+        # bufferization from returning fresh allocations out of the loop (which would need dynamic ownership).
+        new = rw.inline(body, list(after.arguments))
+        scf.YieldOp([
+            bufferization.MaterializeInDestinationOp(v.type, v, arg).result for v, arg in zip(new, after.arguments)
+        ])  # fmt: skip
+    return list(loop.results)
+
+
+def _fresh(values: list[ir.Value]) -> list[ir.Value]:
+    """Copies of `values` in buffers of their own.
+
+    Branch results that may alias each other or an operand make the deallocation pipeline emit its
+    alias-checking helper on i1 memrefs, which the LLVM lowering cannot store (a process abort).
+    """
+    return [bufferization.AllocTensorOp(v.type, [], copy=v).result for v in values]
+
+
+@rule("conditional")
+def conditional(rw: Rewriter) -> list[ir.Value]:
+    types = rw.result_tensor_types()
+    selector = scalar_of(rw.operand(0))
+    if "branch_computations" in rw.attrs:
+        branches = [_name(b) for b in rw.attrs["branch_computations"]]
+        index = arith.index_cast(ir.IndexType.get(), selector)
+        # Cases 0..N-2 run their branch; anything else (negative, >= N-1) is the default: the last branch.
+        switch = scf.IndexSwitchOp(types, index, list(range(len(branches) - 1)))
+        blocks = [switch.case_block(i) for i in range(len(branches) - 1)] + [switch.default_block]
+        for k, (block, name) in enumerate(zip(blocks, branches)):
+            with ir.InsertionPoint(block):
+                scf.YieldOp(_fresh(rw.inline(name, rw.operand_leaves(1 + k))))
+        return list(switch.results)
+    op = scf.IfOp(pred_load(selector), types, has_else=True)
+    for block, name, k in ((op.then_block, "true_computation", 1), (op.else_block, "false_computation", 2)):
+        with ir.InsertionPoint(block):
+            scf.YieldOp(_fresh(rw.inline(_name(rw.attrs[name]), rw.operand_leaves(k))))
+    return list(op.results)
+
+
+@rule("opt-barrier", "domain", "add-dependency", "async-update")
+def forward_first(rw: Rewriter) -> list[ir.Value]:
+    """The value of operand 0, unchanged (add-dependency's token operand orders nothing here)."""
+    return rw.operand_leaves(0)
+
+
+def _element_leaves(rw: Rewriter, operand: int, index: int) -> list[ir.Value]:
+    t = rw.hlo_operand_type(operand)
+    if not isinstance(t, TupleType) or index >= len(t.elements):
+        raise rw.unsupported(f"operand type {t}")
+    start = sum(len(leaves(e)) for e in t.elements[:index])
+    return rw.operand_leaves(operand)[start : start + len(leaves(t.elements[index]))]
+
+
+@rule("copy-start")
+def copy_start(rw: Rewriter) -> list[ir.Value]:
+    """(destination, source, context): both buffers hold the operand; the context is a u32 zero."""
+    t = rw.hlo_result_type()
+    x = rw.operand_leaves(0)
+    if not isinstance(t, TupleType) or len(t.elements) != 3 or not isinstance(t.elements[2], ArrayType):
+        raise rw.unsupported(f"result type {t}")
+    ctx_t = rw.result_tensor_types()[-1]
+    zero = rw.filled(list(ctx_t.shape), rw.constant(ctx_t.element_type, 0))
+    return [*x, *x, zero]
+
+
+@rule("copy-done")
+def copy_done(rw: Rewriter) -> list[ir.Value]:
+    return _element_leaves(rw, 0, 0)
+
+
+@rule("async-start")
+def async_start(rw: Rewriter) -> list[ir.Value]:
+    """Runs the wrapped computation synchronously: ((operands), results)."""
+    t = rw.hlo_result_type()
+    if not isinstance(t, TupleType) or len(t.elements) != 2:
+        raise rw.unsupported(f"result type {t} (only ((operands), results) contexts)")
+    args = [v for i in range(rw.num_operands) for v in rw.operand_leaves(i)]
+    return [*args, *rw.inline(_name(rw.attrs["calls"]), args)]
+
+
+@rule("async-done")
+def async_done(rw: Rewriter) -> list[ir.Value]:
+    return _element_leaves(rw, 0, 1)
+
+
+@rule("fusion")
+def fusion(rw: Rewriter) -> list[ir.Value]:
+    """The fused computation, inlined (its kind only guides XLA's code generation)."""
+    return rw.inline(_name(rw.attrs["calls"]), [v for i in range(rw.num_operands) for v in rw.operand_leaves(i)])

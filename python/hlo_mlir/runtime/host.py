@@ -1,0 +1,110 @@
+"""Host functions: Python code the JIT-compiled module calls back into (custom calls, FFT, stateful rng ...).
+
+A lowering rule registers a `HostFunction` under a fresh symbol name and emits a call to an external
+`func.func` of that name taking memref descriptors (inputs, then preallocated outputs). When the module
+is compiled, `register_all` binds each such symbol in the ExecutionEngine to a ctypes trampoline that
+views the descriptors as NumPy arrays, runs the Python function and copies its results into the outputs.
+An exception inside the callback cannot unwind through JIT-compiled frames: it is recorded and raised as
+an `HloError` once the entry function returns (`raise_pending`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from hlo_mlir.diagnostics import HloError
+from hlo_mlir.types import ArrayType
+
+ATTRIBUTE = "hlo.host_function"  # unit attribute marking the external declarations bound here
+
+
+@dataclass
+class HostFunction:
+    """`fn(inputs) -> outputs` on NumPy arrays; `what` names the op in error messages."""
+
+    fn: Callable[[list[np.ndarray]], Sequence[np.ndarray]]
+    inputs: list[ArrayType]
+    outputs: list[ArrayType]
+    what: str
+
+
+FUNCTIONS: dict[str, HostFunction] = {}
+_COUNTER = itertools.count()
+_PENDING: list[BaseException] = []
+
+
+def new_symbol(fn: HostFunction, tag: str) -> str:
+    """Register `fn` under a process-unique symbol name (`tag` keeps IR dumps readable)."""
+    name = f"hlo_host_{tag.replace('-', '_')}_{next(_COUNTER)}"
+    FUNCTIONS[name] = fn
+    return name
+
+
+def _descriptor(rank: int) -> type[ctypes.Structure]:
+    fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p), ("offset", ctypes.c_int64)]
+    if rank:
+        fields += [("shape", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
+    return type(f"HostMemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
+
+
+def _view(ptr: int, t: ArrayType) -> np.ndarray:
+    """A writable NumPy view of the memref descriptor at `ptr` (any strides and offset)."""
+    rank = len(t.dims)
+    d = _descriptor(rank).from_address(ptr)
+    dtype = np.dtype(t.element.dtype)
+    shape = tuple(t.dims)
+    strides = tuple(int(s) * dtype.itemsize for s in d.strides) if rank else ()
+    if int(np.prod(shape, dtype=np.int64)) == 0:
+        return np.zeros(shape, dtype)
+    span = 1 + sum((n - 1) * abs(s) for n, s in zip(shape, strides)) // dtype.itemsize if rank else 1
+    base = (ctypes.c_char * (span * dtype.itemsize)).from_address(d.aligned + d.offset * dtype.itemsize)
+    flat = np.frombuffer(base, dtype=dtype)
+    return np.lib.stride_tricks.as_strided(flat, shape=shape, strides=strides, writeable=True)
+
+
+def _trampoline(hf: HostFunction) -> Any:
+    n = len(hf.inputs) + len(hf.outputs)
+
+    def call(*ptrs: int) -> None:
+        try:
+            ins = [_view(p, t).copy() for p, t in zip(ptrs, hf.inputs)]
+            outs = list(hf.fn(ins))
+            if len(outs) != len(hf.outputs):
+                got, want = len(outs), len(hf.outputs)
+                raise HloError(f"jit: {hf.what}: the host function gave {got} results, expected {want}")
+            for p, t, v in zip(ptrs[len(hf.inputs):], hf.outputs, outs):
+                dst = _view(p, t)
+                dst[...] = np.asarray(v).astype(dst.dtype, copy=False).reshape(dst.shape)
+        except BaseException as e:  # noqa: BLE001 - must not unwind through JIT-compiled frames
+            _PENDING.append(e)
+
+    return ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n)(call)
+
+
+def register_all(engine: Any, symbols: Sequence[str]) -> list[Any]:
+    """Bind `symbols` in `engine`; returns the ctypes callbacks, which must outlive the engine."""
+    keep = []
+    for name in symbols:
+        cb = _trampoline(FUNCTIONS[name])
+        engine.register_runtime(name, cb)
+        keep.append(cb)
+    return keep
+
+
+def raise_pending() -> None:
+    """Raise (as an HloError) the first failure of a host function during the last call, if any."""
+    if not _PENDING:
+        return
+    err = _PENDING[0]
+    _PENDING.clear()
+    if isinstance(err, HloError):
+        raise err
+    to_hlo = getattr(err, "to_hlo_error", None)
+    if to_hlo is not None:
+        raise to_hlo()
+    raise HloError(f"jit: a host function failed: {type(err).__name__}: {err}")
