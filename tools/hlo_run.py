@@ -19,7 +19,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed for --random-inputs")
     p.add_argument("--outputs", metavar="OUT.npz", help="write results (keys out0, out1, ..., tuples flattened)")
     p.add_argument("--print", action="store_true", help="print results as XLA literals")
-    p.add_argument("--backend", choices=("interpreter", "jit"), default="interpreter")
+    p.add_argument("--backend", choices=("interpreter", "jit"),
+                   help="jit (the default) compiles to native code; interpreter is the NumPy reference "
+                        "(the default for --replicas N > 1, --infeed and --outfeed, which the jit does not run)")
     p.add_argument("--compare", choices=("interpreter",),
                    help="also run on this backend and report per output the largest absolute/relative error")
     p.add_argument("--abs-error-bound", type=float, default=1e-3, help="--compare fails beyond this (default 1e-3)")
@@ -55,6 +57,8 @@ def _compare(got: list, want: list, args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.backend is None:
+        args.backend = "interpreter" if args.replicas != 1 or args.infeed or args.outfeed else "jit"
 
     def run() -> None:
         text, filename = read_input(args.input)
