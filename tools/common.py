@@ -31,8 +31,11 @@ def write_output(path: str, text: str) -> None:
         text += "\n"
     if path == "-":
         sys.stdout.write(text)
-    else:
+        return
+    try:
         Path(path).write_text(text)
+    except OSError as e:
+        raise HloError(f"cannot write '{path}': {e.strerror or e}") from None
 
 
 def guarded(fn: Callable[[], None]) -> int:

@@ -21,7 +21,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--print", action="store_true", help="print results as XLA literals")
     p.add_argument("--backend", choices=("interpreter", "jit"),
                    help="jit (the default) compiles to native code; interpreter is the NumPy reference "
-                        "(the default for --replicas N > 1, --infeed and --outfeed, which the jit does not run)")
+                        "(the default for --replicas N > 1, --infeed/--outfeed, and modules with feeds, send/recv or "
+                        "collectives, which the jit does not run)")
     p.add_argument("--compare", choices=("interpreter",),
                    help="also run on this backend and report per output the largest absolute/relative error")
     p.add_argument("--abs-error-bound", type=float, default=1e-3, help="--compare fails beyond this (default 1e-3)")
@@ -57,12 +58,15 @@ def _compare(got: list, want: list, args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.backend is None:
-        args.backend = "interpreter" if args.replicas != 1 or args.infeed or args.outfeed else "jit"
 
     def run() -> None:
         text, filename = read_input(args.input)
         module = load(text, filename=filename, verify=args.verify)
+        if args.backend is None:
+            from hlo_mlir.runtime import interpreter_only_op
+
+            feeds = args.replicas != 1 or args.infeed or args.outfeed
+            args.backend = "interpreter" if feeds or interpreter_only_op(module) else "jit"
         types = io.entry_parameter_types(module)
         if args.inputs:
             inputs = io.load_inputs(args.inputs, types)

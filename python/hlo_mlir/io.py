@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+import zipfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -48,6 +50,8 @@ def random_value(t: HloType, rng: np.random.Generator) -> Any:
 
 
 def random_inputs(types: Sequence[HloType], seed: int = 0) -> list[Any]:
+    if seed < 0:
+        raise HloError(f"the seed of random inputs must be a non-negative integer, got {seed}")
     rng = np.random.default_rng(seed)
     return [random_value(t, rng) for t in types]
 
@@ -63,31 +67,53 @@ def parse_literal_text(text: str, filename: str) -> Any:
     return module.run()[0]
 
 
+def _load_numpy(path: str, kind: str) -> Any:
+    """An .npy array or the arrays of an .npz, by name; an unreadable or malformed file is an HloError."""
+    try:
+        loaded = np.load(path)
+        if isinstance(loaded, np.lib.npyio.NpzFile):
+            with loaded as data:
+                loaded = {k: data[k] for k in data.files}
+    except OSError as e:
+        raise HloError(f"cannot read '{path}': {e.strerror or e}") from None
+    except (ValueError, EOFError, zipfile.BadZipFile, pickle.UnpicklingError) as e:
+        raise HloError(f"{path}: not a valid {kind} file ({e})") from None
+    if (kind == ".npz") != isinstance(loaded, dict):
+        holds = "several arrays" if isinstance(loaded, dict) else "one array"
+        raise HloError(f"{path}: not a valid {kind} file (it holds {holds})")
+    return loaded
+
+
 def load_inputs(paths: Sequence[str], types: Sequence[HloType]) -> list[Any]:
     """One .npz (keys arg0, arg1, ...) or one .npy / literal-text file per parameter."""
     if len(paths) == 1 and paths[0].endswith(".npz"):
-        with np.load(paths[0]) as data:
-            missing = [f"arg{i}" for i in range(len(types)) if f"arg{i}" not in data]
-            if missing:
-                raise HloError(f"{paths[0]}: missing input(s) {', '.join(missing)} (keys must be arg0, arg1, ...)")
-            return [data[f"arg{i}"] for i in range(len(types))]
+        data = _load_numpy(paths[0], ".npz")
+        missing = [f"arg{i}" for i in range(len(types)) if f"arg{i}" not in data]
+        if missing:
+            raise HloError(f"{paths[0]}: missing input(s) {', '.join(missing)} (keys must be arg0, arg1, ...)")
+        return [data[f"arg{i}"] for i in range(len(types))]
     if len(paths) != len(types):
         raise HloError(f"got {len(paths)} input file(s) for {len(types)} parameter(s): give one .npz, "
                        "or one .npy / literal-text file per parameter")
     out = []
     for p in paths:
         if p.endswith(".npy"):
-            out.append(np.load(p))
+            out.append(_load_numpy(p, ".npy"))
         else:
             try:
                 out.append(parse_literal_text(Path(p).read_text(), p))
             except OSError as e:
                 raise HloError(f"cannot read '{p}': {e.strerror}") from None
+            except UnicodeDecodeError:
+                raise HloError(f"{p}: expected an .npy file or XLA literal text, got binary data") from None
     return out
 
 
 def save_outputs(path: str, values: Sequence[Any]) -> None:
-    np.savez(path, **{f"out{i}": np.asarray(v) for i, v in enumerate(values) if v is not None})
+    try:
+        np.savez(path, **{f"out{i}": np.asarray(v) for i, v in enumerate(values) if v is not None})
+    except OSError as e:
+        raise HloError(f"cannot write '{path}': {e.strerror or e}") from None
 
 
 def format_value(value: Any, t: HloType) -> str:
@@ -202,4 +228,7 @@ def save_outfeed(path: str, values: Sequence[Any]) -> None:
 
     for i, v in enumerate(values):
         put(f"out{i}", v)
-    np.savez(path, **arrays)
+    try:
+        np.savez(path, **arrays)
+    except OSError as e:
+        raise HloError(f"cannot write '{path}': {e.strerror or e}") from None

@@ -12,6 +12,7 @@ from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.dialects import new_context
 from hlo_mlir.frontend.exporter import export_module
 from hlo_mlir.frontend.ir_gen import import_module
+from hlo_mlir.frontend.mlir_input import check_module
 from hlo_mlir.frontend.parser import parse
 
 
@@ -94,7 +95,9 @@ def load(source: str | Path, filename: str | None = None, verify: bool = True) -
     ctx = new_context()
     with ctx, ir.Location.unknown():
         if _looks_like_mlir(text, name):
-            module = Module(_parse_mlir(text, name), ctx, name, text)
+            parsed = _parse_mlir(text, name)
+            check_module(parsed, name, text)
+            module = Module(parsed, ctx, name, text)
         else:
             tree = parse(text, name)
             module = Module(import_module(tree, text, name), ctx, name, text)

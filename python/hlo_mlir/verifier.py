@@ -13,7 +13,7 @@ from mlir import ir
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.dialects import from_mlir_type, opcode_of
-from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.dialects.attributes import Comp, Comps, decode_all, kind_of
 from hlo_mlir.dialects.shape_rules import ShapeError, Signature, infer_result_type
 from hlo_mlir.dialects.shape_rules.common import compatible
 from hlo_mlir.frontend.shapes import ShapeError as ShapeTextError
@@ -147,6 +147,7 @@ def verify_module(module: Any) -> None:
             raise _error(f"the module must have exactly one entry computation, found {len(entries)}",
                          (entries or funcs)[-1], (filename, source))
         computations = signatures(mod)
+        _check_call_graph(funcs, (filename, source))
         try:
             for func in funcs:
                 for block in func.regions[0].blocks:
@@ -154,6 +155,50 @@ def verify_module(module: Any) -> None:
                         _verify_one(op.operation, computations, (filename, source))
         finally:
             _TYPES.clear()
+
+
+def _callees(op: ir.Operation) -> list[tuple[str, str]]:
+    """(attribute, computation) pairs of the computations an instruction calls."""
+    out = []
+    for name in op.attributes:
+        kind = kind_of(name)
+        attr = op.attributes[name]
+        if isinstance(kind, Comp) and isinstance(attr, ir.FlatSymbolRefAttr):
+            out.append((name, ir.FlatSymbolRefAttr(attr).value))
+        elif isinstance(kind, Comps) and isinstance(attr, ir.ArrayAttr):
+            out += [(name, ir.FlatSymbolRefAttr(a).value) for a in ir.ArrayAttr(attr)
+                    if isinstance(a, ir.FlatSymbolRefAttr)]
+    return out
+
+
+def _check_call_graph(funcs: list[ir.Operation], source: tuple[str | None, str | None]) -> None:
+    """A computation may not call itself, directly or through others: HLO's call graph is acyclic."""
+    calls: dict[str, list[tuple[str, str, ir.Operation]]] = {}
+    for func in funcs:
+        calls[_name(func)] = [(attr, callee, op.operation) for block in func.regions[0].blocks
+                              for op in block.operations for attr, callee in _callees(op.operation)]
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for root in calls:
+        if root in state:
+            continue
+        path = [root]
+        stack = [iter(calls[root])]
+        state[root] = 1
+        while stack:
+            edge = next(stack[-1], None)
+            if edge is None:
+                state[path.pop()] = 2
+                stack.pop()
+                continue
+            attr, callee, op = edge
+            if state.get(callee) == 1:
+                cycle = " -> ".join(f"'{c}'" for c in path[path.index(callee):] + [callee])
+                raise _error(f"{opcode_of(op)}: {attr}={callee} makes the computations recursive ({cycle}); "
+                             "HLO computations cannot call themselves", op, source)
+            if callee in calls and callee not in state:
+                state[callee] = 1
+                path.append(callee)
+                stack.append(iter(calls[callee]))
 
 
 def _verify_one(op: ir.Operation, computations: dict[str, Signature],

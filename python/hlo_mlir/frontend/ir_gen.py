@@ -37,6 +37,10 @@ STACK_FRAMES = "hlo.stack_frames"
 POSITION = "hlo.position"  # a parameter's index among its computation's instructions
 
 
+# Deep enough for any real program; bounds the recursion on nested tuple shapes.
+MAX_TUPLE_DEPTH = 100
+
+
 class _Gen:
     def __init__(self, text: str, filename: str) -> None:
         self.text = text
@@ -54,8 +58,10 @@ class _Gen:
         return ir.Location.file(self.filename, pos.line, pos.col)
 
     # -- shapes ------------------------------------------------------------------------------
-    def shape(self, node: s.Shape) -> tuple[HloType, str]:
+    def shape(self, node: s.Shape, depth: int = 0) -> tuple[HloType, str]:
         """The type and the exact shape text (with layouts, without blanks) of a shape node."""
+        if depth > MAX_TUPLE_DEPTH:  # the importer, printer and interpreter all recurse on tuple nesting
+            raise self.error(f"tuple shape nested more than {MAX_TUPLE_DEPTH} levels deep", node.pos)
         if node.kind == "array":
             hit = self.array_shapes.get(node.text)
             if hit is None:
@@ -66,7 +72,7 @@ class _Gen:
                 text = "".join(node.text.split()) if " " in node.text else node.text
                 hit = self.array_shapes[node.text] = (t, text)
             return hit
-        parts = [self.shape(e) for e in node.elements]
+        parts = [self.shape(e, depth + 1) for e in node.elements]
         return TupleType(tuple(t for t, _ in parts)), "(" + ", ".join(x for _, x in parts) + ")"
 
     def mlir_type(self, t: HloType) -> ir.Type:

@@ -173,6 +173,8 @@ class Interpreter:
         self.partition_id = partition_id
         self.services = services
         self._batched: dict[tuple[str, tuple[int, ...]], list[Step]] = {}
+        self._module = module
+        self._signatures: dict[str, Any] | None = None
 
     # -- registry.Context ----------------------------------------------------------------------
     def call(self, computation: str, args: Sequence[Value]) -> Value:
@@ -239,9 +241,31 @@ class Interpreter:
                 values.append(step.kernel(step.info, [values[i] for i in step.operands], self))
             except (HloError, InterpreterError):
                 raise
+            except RecursionError:
+                raise InterpreterError(step.info, "computations call each other more deeply than the interpreter "
+                                       "can follow (is the call graph recursive?)") from None
+            except MemoryError as e:
+                raise InterpreterError(step.info, f"out of memory: {e}") from None
             except Exception as e:  # a kernel bug or unsupported case: report it at the instruction
-                raise InterpreterError(step.info, f"{type(e).__name__}: {e}") from e
+                rule = self._broken_rule(step.info)
+                raise InterpreterError(step.info, rule or f"{type(e).__name__}: {e}") from e
         return values[program.result]
+
+    def _broken_rule(self, info: OpInfo) -> str | None:
+        """The shape rule the instruction breaks, if any: a module run unverified (`--no-verify`) makes
+        kernels fail on ill-formed instructions, and the rule says why in the user's terms."""
+        from hlo_mlir.dialects.shape_rules import ShapeError
+        from hlo_mlir.verifier import signatures, verify_op
+
+        try:
+            if self._signatures is None:
+                self._signatures = signatures(self._module)
+            verify_op(info.op, self._signatures)
+        except ShapeError as e:
+            return str(e)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+            return None
+        return None
 
     def run(self, args: Sequence[Any]) -> Value:
         program = self.programs[self.entry]
@@ -271,11 +295,17 @@ def _check_value(a: Any, t: HloType, what: str) -> Value:
     if isinstance(t, TokenType):
         return TOKEN
     assert isinstance(t, ArrayType)
-    arr = np.asarray(a)
+    try:
+        arr = np.asarray(a)
+    except (ValueError, TypeError):  # ragged nested lists and the like
+        raise HloError(f"{what}: expected an array {t}, got a {type(a).__name__} that is not rectangular") from None
     if arr.shape != t.dims:
         raise HloError(f"{what}: expected shape {t}, got an array of shape {list(arr.shape)}")
     if arr.dtype != t.dtype:
         if not np.can_cast(arr.dtype, t.dtype, casting="same_kind") or arr.dtype.kind != t.dtype.kind:
             raise HloError(f"{what}: expected element type {t.element.hlo} ({t.dtype}), got {arr.dtype}")
+        limits = np.iinfo(t.dtype) if arr.dtype.kind in "iu" else None
+        if limits is not None and arr.size and (arr.min() < limits.min or arr.max() > limits.max):
+            raise HloError(f"{what}: values of {arr.dtype} do not fit element type {t.element.hlo}")
         arr = arr.astype(t.dtype)
     return arr

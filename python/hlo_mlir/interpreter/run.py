@@ -141,14 +141,14 @@ def run_module(module: Any, args: list[Any], replicas: int = 1, infeed: Any = ()
     outfeed: a list to receive what `outfeed` instructions send: the values in order when
       replicas == 1, otherwise one list of values per replica.
     """
-    if replicas < 1:
-        raise HloError(f"replicas must be at least 1, got {replicas}")
+    if not isinstance(replicas, int) or replicas < 1:
+        raise HloError(f"replicas must be an integer of at least 1, got {replicas!r}")
     with module.context:
         services = Services(replicas, infeed)
         interps = [Interpreter(module.mlir, r, replicas, 0, services) for r in range(replicas)]
         if replicas == 1:
             try:
-                results = [_finish(v) for v in flatten(_run(interps[0], args))]
+                results = [_finish(v) for v in flatten(_run(interps[0], args, module))]
             finally:
                 _collect_outfeed(services, outfeed)
             return results
@@ -157,7 +157,7 @@ def run_module(module: Any, args: list[Any], replicas: int = 1, infeed: Any = ()
 
         def worker(r: int) -> None:
             try:
-                results[r] = [_finish(v) for v in flatten(_run(interps[r], args))]
+                results[r] = [_finish(v) for v in flatten(_run(interps[r], args, module))]
             except BaseException as e:  # re-raised in the caller's thread
                 errors.append(e)
                 services.abort()
@@ -180,11 +180,13 @@ def _collect_outfeed(services: Services, outfeed: list | None) -> None:
         outfeed.extend(services.outfeed[0] if services.num_replicas == 1 else services.outfeed)
 
 
-def _run(interp: Interpreter, args: list[Any]) -> Value:
+def _run(interp: Interpreter, args: list[Any], module: Any) -> Value:
     try:
         return interp.run(args)
     except InterpreterError as e:
-        raise e.to_hlo_error() from None
+        # The caret line only when the instruction is in the text at hand (not for an MLIR input's ops).
+        in_source = e.op.location.rsplit(":", 2)[0] == getattr(module, "filename", None)
+        raise e.to_hlo_error(getattr(module, "source", None) if in_source else None) from None
 
 
 def _finish(v: Any) -> Any:

@@ -4,6 +4,6 @@
 `.compile_ms` says how long compiling took) and `run(module, args)`; see `jit.py`.
 """
 
-from hlo_mlir.runtime.jit import Compiled, compile_module, run
+from hlo_mlir.runtime.jit import Compiled, compile_module, interpreter_only_op, run
 
-__all__ = ["Compiled", "compile_module", "run"]
+__all__ = ["Compiled", "compile_module", "interpreter_only_op", "run"]

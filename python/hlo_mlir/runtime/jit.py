@@ -154,3 +154,25 @@ def compile_module(module: Any, text: str | None = None) -> Compiled:
 def run(module: Any, args: Sequence[Any]) -> list[np.ndarray]:
     """Results of the entry computation, flattened depth-first like the interpreter's (tokens dropped)."""
     return compile_module(module)(*args)
+
+
+# What the JIT does not run: the interpreter's queues and replicas serve these.
+INTERPRETER_ONLY = frozenset({
+    "infeed", "outfeed", "send", "send-done", "recv", "recv-done", "all-reduce", "all-reduce-start",
+    "all-reduce-done", "all-gather", "all-gather-start", "all-gather-done", "all-to-all", "reduce-scatter",
+    "collective-permute", "collective-permute-start", "collective-permute-done", "collective-broadcast",
+    "collective-reduce",
+})
+
+
+def interpreter_only_op(module: Any) -> str | None:
+    """The first opcode in `module` the JIT does not run (None when it can run them all)."""
+    from hlo_mlir.dialects import opcode_of
+
+    for fn in module.mlir.body.operations:
+        for block in fn.regions[0] if fn.operation.regions else ():
+            for op in block.operations:
+                opcode = opcode_of(op)
+                if opcode in INTERPRETER_ONLY:
+                    return opcode
+    return None
