@@ -34,10 +34,23 @@ def while_(rw: Rewriter) -> list[ir.Value]:
         # Write the new state into the loop's own buffers: yields equivalent to the iteration arguments keep
         # bufferization from returning fresh allocations out of the loop (which would need dynamic ownership).
         new = rw.inline(body, list(after.arguments))
+        # A state element that is (a view of) another iteration argument is copied first: writing it
+        # into its destination must not clobber an argument still to be read (e.g. a rotated tuple).
+        new = [_fresh([v])[0] if _aliases_other(v, arg, after) else v for v, arg in zip(new, after.arguments)]
         scf.YieldOp([
             bufferization.MaterializeInDestinationOp(v.type, v, arg).result for v, arg in zip(new, after.arguments)
         ])  # fmt: skip
     return list(loop.results)
+
+
+_VIEWS = ("tensor.extract_slice", "tensor.expand_shape", "tensor.collapse_shape", "tensor.cast", "tensor.reshape")
+
+
+def _aliases_other(v: ir.Value, arg: ir.BlockArgument, block: ir.Block) -> bool:
+    """Whether `v` may share the buffer of an argument of `block` other than `arg` (through view-like ops)."""
+    while isinstance(v, ir.OpResult) and v.owner.name in _VIEWS:
+        v = v.owner.operands[0]
+    return isinstance(v, ir.BlockArgument) and v.owner == block and v.arg_number != arg.arg_number
 
 
 def _fresh(values: list[ir.Value]) -> list[ir.Value]:

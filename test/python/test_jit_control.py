@@ -42,6 +42,34 @@ ENTRY e {
 """
     check(text, X, X[::-1].copy())
     check(text.replace("tuple(i2, b, a2)", "tuple(i2, a, b)"), X, X[::-1].copy())  # state passed through as is
+    check(text.replace("tuple(i2, b, a2)", "tuple(i2, b, a)"), X, X[::-1].copy())  # a pure swap of arguments
+
+
+def test_while_rotates_views_of_its_state() -> None:
+    """State elements that are reshaped/sliced views of other elements (threefry's rotation schedule)."""
+    text = "HloModule m\n" + COND.replace("f32[3], f32[3]", "f32[3], f32[3], f32[1,3]") + """
+body {
+  p = (s32[], f32[3], f32[3], f32[1,3]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  a = f32[3] get-tuple-element(p), index=1
+  b = f32[3] get-tuple-element(p), index=2
+  c = f32[1,3] get-tuple-element(p), index=3
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  c1 = f32[3] reshape(c)
+  a1 = f32[1,3] reshape(a)
+  ROOT t = (s32[], f32[3], f32[3], f32[1,3]) tuple(i2, b, c1, a1)
+}
+ENTRY e {
+  x = f32[3] parameter(0)
+  y = f32[3] parameter(1)
+  v = f32[1,3] parameter(2)
+  z = s32[] constant(0)
+  t = (s32[], f32[3], f32[3], f32[1,3]) tuple(z, x, y, v)
+  ROOT w = (s32[], f32[3], f32[3], f32[1,3]) while(t), condition=cond, body=body
+}
+"""
+    check(text, X, X[::-1].copy(), (X * 10).reshape(1, 3))
 
 
 def test_while_zero_iterations_and_nested() -> None:

@@ -14,15 +14,11 @@ CORPUS = sorted((Path(__file__).parents[1] / "corpus").glob("*.hlo"))
 
 # Modules that do not run under the JIT yet, each with its first failure; strict: an entry that starts
 # passing fails, so remove it when its lowering lands.
-_RAW = "bufferization: 'cannot avoid RaW conflict' on a slice of a read-only argument (jax's threefry computation)"
 KNOWN_GAPS: dict[str, str] = {
     "bitcast_convert.hlo": "'bitcast-convert' with f32 -> u8 (only same-width non-complex types) is not supported",
     "complex_ops.hlo": "'dot' with complex operands is not supported",
     "complex_ops.opt.hlo": "'reduce' with complex operands is not supported",
     "rng_rbg.hlo": "'bitcast-convert' with u32 -> u64 (only same-width non-complex types) is not supported",
-    "rng_rbg.opt.hlo": _RAW,
-    "rng_threefry.hlo": _RAW,
-    "rng_threefry.opt.hlo": _RAW,
 }
 
 
