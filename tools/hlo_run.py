@@ -19,10 +19,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed for --random-inputs")
     p.add_argument("--outputs", metavar="OUT.npz", help="write results (keys out0, out1, ..., tuples flattened)")
     p.add_argument("--print", action="store_true", help="print results as XLA literals")
-    p.add_argument("--backend", choices=("interpreter", "jit"),
-                   help="jit (the default) compiles to native code; interpreter is the NumPy reference "
-                        "(the default for --replicas N > 1, --infeed/--outfeed, and modules with feeds, send/recv or "
-                        "collectives, which the jit does not run)")
+    p.add_argument("--backend", choices=("interpreter", "jit"), default="jit",
+                   help="jit (the default) compiles to native code; interpreter is the NumPy reference")
     p.add_argument("--compare", choices=("interpreter",),
                    help="also run on this backend and report per output the largest absolute/relative error")
     p.add_argument("--abs-error-bound", type=float, default=1e-3, help="--compare fails beyond this (default 1e-3)")
@@ -62,11 +60,6 @@ def main(argv: list[str] | None = None) -> int:
     def run() -> None:
         text, filename = read_input(args.input)
         module = load(text, filename=filename, verify=args.verify)
-        if args.backend is None:
-            from hlo_mlir.runtime import interpreter_only_op
-
-            feeds = args.replicas != 1 or args.infeed or args.outfeed
-            args.backend = "interpreter" if feeds or interpreter_only_op(module) else "jit"
         types = io.entry_parameter_types(module)
         if args.inputs:
             inputs = io.load_inputs(args.inputs, types)
@@ -98,7 +91,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.outputs:
                 io.save_outputs(args.outputs if args.replicas == 1 else args.outputs.replace(".npz", f".{r}.npz"), values)
         if args.compare:
-            _compare(results, module.run(*inputs, backend=args.compare), args)
+            others = module.run(*inputs, backend=args.compare, replicas=args.replicas, infeed=infeed)
+            for r, (got, want) in enumerate(zip(per_replica, others if args.replicas > 1 else [others])):
+                if args.replicas > 1:
+                    print(f"replica {r}:")
+                _compare(got, want, args)
 
     return guarded(run)
 

@@ -12,7 +12,10 @@ the result is the interpreter's by construction:
     JIT's numbers follow the same distribution but are not the same draws as an interpreter run;
   * rng-get-and-update-state: shares the interpreter's per-instruction state;
   * types the native lowerings of cholesky, triangular-solve and batch norm leave out (`linalg_ops.py`,
-    `batch_norm.py`) run the interpreter's kernel too.
+    `batch_norm.py`) run the interpreter's kernel too;
+  * rare ops without a native lowering: ragged-dot, stochastic-convert, dynamic-reshape and the
+    get/set-dimension-size pair (whose dynamic sizes the interpreter owns);
+  * collectives, feeds, send/recv and replica/partition ids (`collectives.py`).
 """
 
 from __future__ import annotations
@@ -115,7 +118,8 @@ def interpreter_call(rw: Rewriter) -> list[ir.Value]:
     def run(arrays: list[np.ndarray], _keep: object = source) -> list[np.ndarray]:
         flat = list(arrays)
         args = [_unflatten(t, flat) for t in op_types]
-        return _flatten(result_t, step.kernel(step.info, args, interp))  # type: ignore[attr-defined]
+        ctx = host.replica_context(interp)
+        return _flatten(result_t, step.kernel(step.info, args, ctx))  # type: ignore[attr-defined]
 
     inputs = [v for i in range(rw.num_operands) for v in rw.operand_leaves(i)]
     return host_call(rw, run, inputs, in_types, out_types)
@@ -142,4 +146,9 @@ def host_kernel(rw: Rewriter) -> list[ir.Value]:
     for i in range(rw.num_operands):
         for a in leaves(rw.hlo_operand_type(i)):
             rw.require_floats(a.element)
+    return interpreter_call(rw)
+
+
+@rule("ragged-dot", "stochastic-convert", "dynamic-reshape", "get-dimension-size", "set-dimension-size")
+def rare_op(rw: Rewriter) -> list[ir.Value]:
     return interpreter_call(rw)

@@ -50,9 +50,7 @@ class Module:
         if backend == "jit":
             from hlo_mlir.runtime.jit import run as run_jit
 
-            if options.get("replicas", 1) != 1 or options.get("infeed") or options.get("outfeed"):
-                raise HloError("the jit backend runs one replica without infeed/outfeed")
-            return run_jit(self, list(args))
+            return run_jit(self, list(args), **options)
         if backend != "interpreter":
             raise HloError(f"unknown backend '{backend}': the available backends are 'interpreter' and 'jit'")
         return run_module(self, list(args), **options)

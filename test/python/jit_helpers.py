@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import hlo_mlir
 from hlo_mlir.oracle import run_xla, xla_available
@@ -17,3 +18,11 @@ def check(text: str, *args: np.ndarray, tol: float = 0.0, xla: bool = True) -> l
     if xla and xla_available():
         assert_outputs(got, run_xla(text, list(args)), tol)
     return got
+
+
+@pytest.fixture(params=["interpreter", "jit"])
+def either_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test on both backends by switching `Module.run`'s default: for tests written against the
+    interpreter's multi-replica/feed semantics, which the JIT reaches through host callbacks."""
+    monkeypatch.setattr(hlo_mlir.Module.run, "__kwdefaults__", {"backend": request.param})
+    return request.param

@@ -1,4 +1,5 @@
-"""Cross-replica collectives in the interpreter (ops_collectives), run on several replicas.
+"""Cross-replica collectives in the interpreter (ops_collectives), run on several replicas, on both
+backends (the JIT calls the same kernels back from compiled code).
 
 XLA's CPU client in this environment has a single device, so multi-replica runs cannot be
 compared with XLA; the expected values are derived by hand from the operation semantics (the
@@ -17,7 +18,10 @@ import numpy as np
 import pytest
 
 import hlo_mlir
+from jit_helpers import either_backend
 from hlo_mlir.diagnostics import HloError
+
+pytestmark = pytest.mark.usefixtures(either_backend.__name__)
 
 ADD = """
 add {

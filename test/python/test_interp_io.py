@@ -1,4 +1,5 @@
-"""infeed / outfeed / send / recv in the interpreter (ops_io) and their Python / hlo-run interfaces.
+"""infeed / outfeed / send / recv in the interpreter (ops_io) and their Python / hlo-run interfaces, on
+both backends (the JIT calls the same kernels back from compiled code).
 
 Infeed and outfeed talk to the host, and send/recv between replicas; XLA's CPU client here has a
 single device and no host transfer managers reachable from the oracle, so the expected values
@@ -16,8 +17,11 @@ import numpy as np
 import pytest
 
 import hlo_mlir
+from jit_helpers import either_backend
 from hlo_mlir import io
 from hlo_mlir.diagnostics import HloError
+
+pytestmark = pytest.mark.usefixtures(either_backend.__name__)
 
 INFEED_TWICE = """HloModule m
 ENTRY e {

@@ -480,7 +480,7 @@ def test_module_run_misuse(args: tuple, message: str) -> None:
     ({"replicas": 0}, "replicas must be an integer of at least 1, got 0"),
     ({"replicas": "2"}, "replicas must be an integer of at least 1, got '2'"),
     ({"backend": "gpu"}, "unknown backend 'gpu'"),
-    ({"backend": "jit", "replicas": 2}, "the jit backend runs one replica"),
+    ({"backend": "jit", "replicas": 0}, "replicas must be an integer of at least 1, got 0"),
 ])
 def test_module_run_bad_options(options: dict, message: str) -> None:
     with pytest.raises(HloError, match=re.escape(message)):

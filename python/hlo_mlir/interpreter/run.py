@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -146,36 +146,42 @@ def run_module(module: Any, args: list[Any], replicas: int = 1, infeed: Any = ()
     with module.context:
         services = Services(replicas, infeed)
         interps = [Interpreter(module.mlir, r, replicas, 0, services) for r in range(replicas)]
-        if replicas == 1:
-            try:
-                results = [_finish(v) for v in flatten(_run(interps[0], args, module))]
-            finally:
-                _collect_outfeed(services, outfeed)
-            return results
-        results: list[Any] = [None] * replicas
-        errors: list[BaseException] = []
-
-        def worker(r: int) -> None:
-            try:
-                results[r] = [_finish(v) for v in flatten(_run(interps[r], args, module))]
-            except BaseException as e:  # re-raised in the caller's thread
-                errors.append(e)
-                services.abort()
-            finally:
-                services.finish(r)
-
-        threads = [threading.Thread(target=worker, args=(r,)) for r in range(replicas)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        _collect_outfeed(services, outfeed)
-        if errors:
-            raise next((e for e in errors if "another replica failed" not in str(e)), errors[0])
-        return results
+        try:
+            results = on_replicas(services, lambda r: [_finish(v) for v in flatten(_run(interps[r], args, module))])
+        finally:
+            collect_outfeed(services, outfeed)
+        return results[0] if replicas == 1 else results
 
 
-def _collect_outfeed(services: Services, outfeed: list | None) -> None:
+def on_replicas(services: Services, body: Callable[[int], Any]) -> list[Any]:
+    """[body(r) for each replica r of `services`], each replica on a thread of its own (one replica runs
+    on the caller's thread). A failing replica aborts the others' waits; the first genuine failure (not
+    a knock-on "another replica failed") is re-raised here."""
+    if services.num_replicas == 1:
+        return [body(0)]
+    results: list[Any] = [None] * services.num_replicas
+    errors: list[BaseException] = []
+
+    def worker(r: int) -> None:
+        try:
+            results[r] = body(r)
+        except BaseException as e:  # re-raised in the caller's thread
+            errors.append(e)
+            services.abort()
+        finally:
+            services.finish(r)
+
+    threads = [threading.Thread(target=worker, args=(r,)) for r in range(services.num_replicas)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise next((e for e in errors if "another replica failed" not in str(e)), errors[0])
+    return results
+
+
+def collect_outfeed(services: Services, outfeed: list | None) -> None:
     if outfeed is not None:
         outfeed.extend(services.outfeed[0] if services.num_replicas == 1 else services.outfeed)
 

@@ -5,13 +5,19 @@ A lowering rule registers a `HostFunction` under a fresh symbol name and emits a
 is compiled, `register_all` binds each such symbol in the ExecutionEngine to a ctypes trampoline that
 views the descriptors as NumPy arrays, runs the Python function and copies its results into the outputs.
 An exception inside the callback cannot unwind through JIT-compiled frames: it is recorded and raised as
-an `HloError` once the entry function returns (`raise_pending`).
+an `HloError` once the entry function returns (`raise_pending`); later callbacks of that call do nothing.
+
+Replicas run the same compiled function on threads of their own (the compiled code does not hold the
+GIL); `bind_replica` tells the callbacks of this thread which replica they serve, so the interpreter
+kernels of collectives, feeds and replica-id see that replica's id and the run's shared services.
 """
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import itertools
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -33,9 +39,43 @@ class HostFunction:
     what: str
 
 
+@dataclass(frozen=True)
+class Replica:
+    """Who runs on this thread: `services` is the interpreter's `Services` shared by the run's replicas."""
+
+    replica_id: int
+    num_replicas: int
+    services: Any
+
+
 FUNCTIONS: dict[str, HostFunction] = {}
 _COUNTER = itertools.count()
-_PENDING: list[BaseException] = []
+_THREAD = threading.local()  # .pending: failures of this thread's call; .replica, .contexts: see bind_replica
+
+
+def _pending() -> list[BaseException]:
+    if not hasattr(_THREAD, "pending"):
+        _THREAD.pending = []
+    return _THREAD.pending
+
+
+def bind_replica(replica: Replica | None) -> None:
+    """Host functions called from this thread serve `replica` (None: a plain single-replica run)."""
+    _THREAD.replica = replica
+    _THREAD.contexts = {}
+
+
+def replica_context(interp: Any) -> Any:
+    """The interpreter `interp` as the replica bound to this thread sees it (itself when none is bound)."""
+    replica = getattr(_THREAD, "replica", None)
+    if replica is None:
+        return interp
+    ctx = _THREAD.contexts.get(interp)
+    if ctx is None:
+        ctx = copy.copy(interp)  # shares the compiled programs; only who-am-I differs
+        ctx.replica_id, ctx.num_replicas, ctx.services = replica.replica_id, replica.num_replicas, replica.services
+        _THREAD.contexts[interp] = ctx
+    return ctx
 
 
 def new_symbol(fn: HostFunction, tag: str) -> str:
@@ -71,6 +111,9 @@ def _trampoline(hf: HostFunction) -> Any:
     n = len(hf.inputs) + len(hf.outputs)
 
     def call(*ptrs: int) -> None:
+        pending = _pending()
+        if pending:  # an earlier callback of this call failed: its results are garbage, stop doing work
+            return
         try:
             ins = [_view(p, t).copy() for p, t in zip(ptrs, hf.inputs)]
             outs = list(hf.fn(ins))
@@ -81,7 +124,7 @@ def _trampoline(hf: HostFunction) -> Any:
                 dst = _view(p, t)
                 dst[...] = np.asarray(v).astype(dst.dtype, copy=False).reshape(dst.shape)
         except BaseException as e:  # noqa: BLE001 - must not unwind through JIT-compiled frames
-            _PENDING.append(e)
+            pending.append(e)
 
     return ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n)(call)
 
@@ -98,10 +141,11 @@ def register_all(engine: Any, symbols: Sequence[str]) -> list[Any]:
 
 def raise_pending() -> None:
     """Raise (as an HloError) the first failure of a host function during the last call, if any."""
-    if not _PENDING:
+    pending = _pending()
+    if not pending:
         return
-    err = _PENDING[0]
-    _PENDING.clear()
+    err = pending[0]
+    pending.clear()
     if isinstance(err, HloError):
         raise err
     to_hlo = getattr(err, "to_hlo_error", None)

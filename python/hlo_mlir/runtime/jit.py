@@ -151,28 +151,33 @@ def compile_module(module: Any, text: str | None = None) -> Compiled:
     return compiled
 
 
-def run(module: Any, args: Sequence[Any]) -> list[np.ndarray]:
-    """Results of the entry computation, flattened depth-first like the interpreter's (tokens dropped)."""
-    return compile_module(module)(*args)
+def run(module: Any, args: Sequence[Any], replicas: int = 1, infeed: Any = (), outfeed: list | None = None) -> list:
+    """Results of the entry computation, flattened depth-first like the interpreter's (tokens dropped).
 
+    `replicas`, `infeed`, `outfeed` mean what they mean for the interpreter (`run_module`): each replica
+    calls the compiled function on a thread of its own, and collectives, feeds and send/recv call back
+    into the interpreter's kernels with the run's shared services.
+    """
+    from hlo_mlir.interpreter.run import Services, collect_outfeed, on_replicas
 
-# What the JIT does not run: the interpreter's queues and replicas serve these.
-INTERPRETER_ONLY = frozenset({
-    "infeed", "outfeed", "send", "send-done", "recv", "recv-done", "all-reduce", "all-reduce-start",
-    "all-reduce-done", "all-gather", "all-gather-start", "all-gather-done", "all-to-all", "reduce-scatter",
-    "collective-permute", "collective-permute-start", "collective-permute-done", "collective-broadcast",
-    "collective-reduce",
-})
+    if not isinstance(replicas, int) or replicas < 1:
+        raise HloError(f"replicas must be an integer of at least 1, got {replicas!r}")
+    compiled = compile_module(module)
+    services = Services(replicas, infeed)
 
+    def replica(r: int) -> list[np.ndarray]:
+        host.bind_replica(host.Replica(r, replicas, services))
+        try:
+            return compiled(*args)
+        finally:
+            host.bind_replica(None)
 
-def interpreter_only_op(module: Any) -> str | None:
-    """The first opcode in `module` the JIT does not run (None when it can run them all)."""
-    from hlo_mlir.dialects import opcode_of
-
-    for fn in module.mlir.body.operations:
-        for block in fn.regions[0] if fn.operation.regions else ():
-            for op in block.operations:
-                opcode = opcode_of(op)
-                if opcode in INTERPRETER_ONLY:
-                    return opcode
-    return None
+    try:
+        results = on_replicas(services, replica)
+    except HloError as e:  # a host function's runtime error: show the instruction's line when it is at hand
+        if e.loc is not None and e.source is None and e.loc.file == getattr(module, "filename", None):
+            e.source = getattr(module, "source", None)
+        raise
+    finally:
+        collect_outfeed(services, outfeed)
+    return results[0] if replicas == 1 else results

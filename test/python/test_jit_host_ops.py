@@ -1,0 +1,76 @@
+"""Ops the JIT runs through the interpreter's kernels (host calls): ragged-dot, stochastic-convert,
+dynamic-reshape, get/set-dimension-size; JIT vs interpreter vs XLA where XLA's CPU backend runs them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from jit_helpers import check
+
+rng = np.random.default_rng(3)
+
+
+def test_ragged_dot_groups_and_rows_in_no_group() -> None:
+    text = """HloModule m
+ENTRY e {
+  l = f32[10,4] parameter(0)
+  r = f32[3,4,5] parameter(1)
+  g = s32[3] parameter(2)
+  ROOT d = f32[10,5] ragged-dot(l, r, g), lhs_contracting_dims={1}, rhs_contracting_dims={1}, lhs_ragged_dims={0}, rhs_group_dims={0}
+}
+"""
+    lhs, rhs = rng.standard_normal((10, 4)).astype(np.float32), rng.standard_normal((3, 4, 5)).astype(np.float32)
+    # XLA:CPU rejects a ragged-dot instruction (jax expands lax.ragged_dot before): checked by hand.
+    out = check(text, lhs, rhs, np.array([3, 0, 5], np.int32), tol=1e-5, xla=False)
+    np.testing.assert_array_equal(out[0][8:], 0)  # the last two rows belong to no group
+    np.testing.assert_allclose(out[0][:3], lhs[:3] @ rhs[0], rtol=1e-5)
+
+
+@pytest.mark.parametrize("src,rnd,dst", [("f32", "u32", "s8"), ("f32", "u32", "s32"), ("f64", "u64", "s64")])
+def test_stochastic_convert_edges(src: str, rnd: str, dst: str) -> None:
+    x = np.concatenate([rng.normal(0, 50, 20), [np.nan, np.inf, -np.inf, 0.5, -0.5, 1e30, -1e30, -0.0]])
+    x = x.astype(np.dtype(src.replace("f", "float")))
+    udt = np.dtype(rnd.replace("u", "uint"))
+    r = rng.integers(0, np.iinfo(udt).max, size=x.size, dtype=udt, endpoint=True)
+    text = f"""HloModule m
+ENTRY e {{
+  x = {src}[{x.size}] parameter(0)
+  r = {rnd}[{x.size}] parameter(1)
+  ROOT s = {dst}[{x.size}] stochastic-convert(x, r)
+}}
+"""
+    out = check(text, x, r)
+    assert out[0][-8] == 0  # NaN converts to 0
+
+
+def test_dimension_sizes_of_static_and_bounded_dims() -> None:
+    text = """HloModule m
+ENTRY e {
+  x = f32[3,5] parameter(0)
+  n = s32[] parameter(1)
+  g = s32[] get-dimension-size(x), dimensions={1}
+  b = f32[3,<=5] set-dimension-size(x, n), dimensions={1}
+  ROOT t = (s32[], f32[3,<=5]) tuple(g, b)
+}
+"""
+    x = np.arange(15, dtype=np.float32).reshape(3, 5)
+    out = check(text, x, np.array(2, np.int32), xla=False)
+    assert int(out[0]) == 5
+    np.testing.assert_array_equal(out[1], x)
+
+
+def test_dynamic_reshape_pads_to_the_bounds() -> None:
+    text = """HloModule m
+ENTRY e {
+  x = f32[2,6] parameter(0)
+  a = s32[] parameter(1)
+  b = s32[] parameter(2)
+  ROOT r = f32[<=4,<=12] dynamic-reshape(x, a, b)
+}
+"""
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    (out,) = check(text, x, np.array(3, np.int32), np.array(4, np.int32), xla=False)
+    want = np.zeros((4, 12), np.float32)
+    want[:3, :4] = x.reshape(3, 4)
+    np.testing.assert_array_equal(out, want)
