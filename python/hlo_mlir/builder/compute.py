@@ -43,6 +43,55 @@ def dot(lhs: Value, rhs: Value, preferred_element_type: Any = None) -> Value:
     return dot_general(lhs, rhs, (((lhs.rank - 1,), (0,)), ((), ())), preferred_element_type)
 
 
+def _dims_text(dims: Sequence[int]) -> str:
+    """`{0,1}`: how the importer keeps attributes it has no kind for (lhs_ragged_dims, ...)."""
+    return "{" + ",".join(map(str, dims)) + "}"
+
+
+def ragged_dot(lhs: Value, rhs: Value, group_sizes: Value,
+               dimension_numbers: tuple[tuple[Sequence[int], Sequence[int]], tuple[Sequence[int], Sequence[int]]],
+               lhs_ragged_dimensions: Sequence[int], rhs_group_dimensions: Sequence[int] = (),
+               preferred_element_type: Any = None) -> Value:
+    """XlaBuilder's RaggedDot: a dot_general (`dimension_numbers` as there) whose one lhs ragged
+    dimension is cut into consecutive groups of `group_sizes[i]` entries. Where that dimension is
+    decides the mode: non-contracting - group i multiplies rhs's slice i along its one group
+    dimension (e.g. [m,k] x [g,k,n] -> [m,n]); contracting - each group gives its own product, a
+    new leading dimension of size g; batch - an ordinary dot of each group."""
+    b = builder_of("ragged-dot", [lhs, rhs, group_sizes])
+    b._own("ragged-dot", [lhs, rhs, group_sizes])
+    (lc, rc), (lb, rb) = dimension_numbers
+    lc, rc, lb, rb = tuple(lc), tuple(rc), tuple(lb), tuple(rb)
+    lr, rg = tuple(lhs_ragged_dimensions), tuple(rhs_group_dimensions)
+    for v, what in ((lhs, "lhs"), (rhs, "rhs"), (group_sizes, "group_sizes")):
+        if not isinstance(v.type, ArrayType):
+            raise user_error("ragged-dot", f"{what} must be an array, got {v.type}")
+    if not group_sizes.element.is_integer or group_sizes.rank < 1:
+        raise user_error("ragged-dot", f"group_sizes must be an integer array [..., g], got {group_sizes.type}")
+    if len(lr) != 1:
+        raise user_error("ragged-dot", f"there must be exactly one lhs ragged dimension, got {lr}")
+    for dims, v, what in ((lc + lb, lhs, "lhs"), (lr, lhs, "lhs ragged"), (rc + rb + rg, rhs, "rhs")):
+        if any(not 0 <= d < v.rank for d in dims) or len(set(dims)) != len(dims):
+            raise user_error("ragged-dot", f"{what} dimensions {dims} must be distinct dimensions of {v.type}")
+    contracting, batch = lr[0] in lc, lr[0] in lb
+    if (contracting or batch) != (not rg) or len(rg) > 1:
+        raise user_error("ragged-dot", "rhs needs one group dimension exactly when the lhs ragged dimension is "
+                                       f"a non-contracting one; got ragged {lr}, group {rg}")
+    for ld, rd, what in ((lc, rc, "contracting"), (lb, rb, "batch")):
+        if [lhs.shape[d] for d in ld] != [rhs.shape[d] for d in rd]:
+            raise user_error("ragged-dot", f"lhs {what} dimensions {ld} of {lhs.type} and rhs {rd} of {rhs.type} "
+                                           "must have the same sizes")
+    if lhs.element != rhs.element and preferred_element_type is None:
+        raise user_error("ragged-dot", f"lhs {lhs.type} and rhs {rhs.type} need the same element type")
+    dims = (([group_sizes.shape[-1]] if contracting else []) + [lhs.shape[d] for d in lb]
+            + [n for d, n in enumerate(lhs.shape) if d not in lb + lc]
+            + [n for d, n in enumerate(rhs.shape) if d not in rb + rc + rg])
+    element = element_type(preferred_element_type) if preferred_element_type is not None else lhs.element
+    attrs = {"lhs_batch_dims": lb or None, "rhs_batch_dims": rb or None, "lhs_contracting_dims": lc,
+             "rhs_contracting_dims": rc, "lhs_ragged_dims": _dims_text(lr),
+             "rhs_group_dims": _dims_text(rg) if rg else None}
+    return b.emit("ragged-dot", [lhs, rhs, group_sizes], attrs, declared=ArrayType(element, tuple(dims)))
+
+
 # -- windows and padding -------------------------------------------------------------------------
 def make_padding(input_dims: Sequence[int], window_dims: Sequence[int], strides: Sequence[int],
                  padding: Any) -> list[tuple[int, int]]:

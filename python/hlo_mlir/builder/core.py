@@ -3,7 +3,8 @@
 A `Builder` owns one computation (a `func.func`); sub-builders made with `sub_builder` share the
 module, so reducers, comparators and loop bodies are built with the same API. Every op goes through
 `Builder.emit`, which takes the result type from the shape rules (`infer_result_type`) and turns a
-broken rule into an `HloError` located at the user's Python call site.
+broken rule into an `HloError` located at the user's Python call site. Results with `<=` bounds
+keep them in the op's `hlo.shape` text, as the importer does, so they print and read back.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 import inspect
 import linecache
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 from mlir import ir
@@ -21,13 +23,14 @@ from mlir.dialects import func
 import hlo_mlir
 from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.dialects import edit, from_mlir_type, new_context, to_mlir_type
+from hlo_mlir.dialects.attributes import quote
 from hlo_mlir.dialects.shape_rules import ShapeError, Signature, infer_result_type
-from hlo_mlir.frontend.ir_gen import MODULE_NAME, NAME
+from hlo_mlir.frontend.ir_gen import MODULE_NAME, NAME, SHAPE
 from hlo_mlir.frontend.literals import array_to_attr
 from hlo_mlir.frontend.shapes import ShapeError as TextShapeError
 from hlo_mlir.frontend.shapes import parse_array_shape, tuple_of
 from hlo_mlir.module import Module
-from hlo_mlir.types import BY_DTYPE, BY_HLO, ArrayType, ElementType, HloType, TokenType
+from hlo_mlir.types import BY_DTYPE, BY_HLO, ArrayType, ElementType, HloType, TokenType, TupleType
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(hlo_mlir.__file__))
 
@@ -91,6 +94,37 @@ def element_type(dtype: Any) -> ElementType:
         raise user_error("element type", f"{dtype!r} is not an HLO element type or a NumPy dtype with one") from None
 
 
+def has_bounds(t: HloType) -> bool:
+    """`t` or one of its tuple elements has a `<=N` (bounded dynamic) dimension."""
+    if isinstance(t, TupleType):
+        return any(has_bounds(e) for e in t.elements)
+    return isinstance(t, ArrayType) and any(t.bounded)
+
+
+def frontend_attributes_text(attrs: Mapping[str, str]) -> str:
+    """`{key="value",...}` with the keys sorted, as XLA prints frontend_attributes. Every value is
+    quoted (XLA's parser reads quoted and bare `{...}` values alike; it prints the latter bare)."""
+    return "{" + ",".join(f"{k}={quote(str(v))}" for k, v in sorted(attrs.items())) + "}"
+
+
+CHANNEL_TYPES = ("DEVICE_TO_DEVICE", "DEVICE_TO_HOST", "HOST_TO_DEVICE")
+
+
+@dataclass(frozen=True)
+class ChannelHandle:
+    """XLA's ChannelHandle: the `channel_id` that pairs a send with its recv, and the direction
+    (DEVICE_TO_DEVICE for send/recv, DEVICE_TO_HOST / HOST_TO_DEVICE for host transfers)."""
+
+    handle: int
+    type: str = "DEVICE_TO_DEVICE"
+
+    def __post_init__(self) -> None:
+        if self.type not in CHANNEL_TYPES:
+            raise user_error("channel", f"channel type must be one of {', '.join(CHANNEL_TYPES)}, got {self.type!r}")
+        if not isinstance(self.handle, int) or self.handle < 1:
+            raise user_error("channel", f"a channel handle is a positive integer, got {self.handle!r}")
+
+
 @dataclass(frozen=True)
 class Computation:
     """A finished sub-computation: what reduce, sort, while, call ... take as their `computation`."""
@@ -118,6 +152,8 @@ class Value:
     def type(self) -> HloType:
         if self.builder.dropped:  # its IR is gone: reading it would crash the bindings
             raise user_error("value", f"computation '{self.builder.name}' {self.builder.closed}")
+        if isinstance(self.ir, ir.OpResult) and SHAPE in self.ir.owner.attributes:  # bounds: see emit
+            return _parse_type(ir.StringAttr(self.ir.owner.attributes[SHAPE]).value)
         return from_mlir_type(self.ir.type)
 
     @property
@@ -252,6 +288,8 @@ class _Shared:
         self.signatures: dict[str, Signature] = {}
         self.builders: list[Builder] = []
         self.reducers: dict[tuple[str, str], Computation] = {}
+        self.channels = 0  # the last channel handle made
+        self.async_computations: set[str] = set()  # computations an async-start calls
 
     def fresh(self, base: str) -> str:
         """XLA-style unique names: `add.3` (a global counter, as XlaBuilder numbers instructions)."""
@@ -285,6 +323,7 @@ class Builder:
         self.params: list[tuple[Value, str, SourceLocation]] = []
         self.closed: str | None = None  # why no more ops can be added
         self.dropped = False  # erased from the module, unbuilt, when the module was built
+        self.frontend: dict[str, str] = {}  # frontend_attributes of every op emitted (see frontend_attributes)
         loc = call_site()
         with self.context, self._loc(loc), ir.InsertionPoint(self.shared.module.body):
             self.func = func.FuncOp(self.name, ir.FunctionType.get([], []),
@@ -327,19 +366,54 @@ class Builder:
 
     def emit(self, opcode: str, operands: Sequence[Value], attrs: Mapping[str, Any] | None = None, *,
              declared: HloType | None = None, mlir_attrs: Mapping[str, ir.Attribute] | None = None) -> Value:
-        """Append one op; its result type comes from the shape rules (`declared` for DECLARED_ONLY ops)."""
+        """Append one op; its result type comes from the shape rules (`declared` for DECLARED_ONLY ops).
+
+        The builder's current frontend attributes are added unless `attrs` has its own."""
         self._check_open(opcode)
         self._own(opcode, operands)
         attrs = {k: v for k, v in (attrs or {}).items() if v is not None}
+        if self.frontend and "frontend_attributes" not in attrs:
+            attrs["frontend_attributes"] = frontend_attributes_text(self.frontend)
         result = self.infer(opcode, [v.type for v in operands], attrs, declared)
         loc = call_site()
         with self.context, ir.InsertionPoint(self.block):
+            extra = dict(mlir_attrs or {})
+            if has_bounds(result):
+                extra[SHAPE] = ir.StringAttr.get(str(result))
             try:
                 op = edit.create(opcode, [v.ir for v in operands], result, attrs, name=self.shared.fresh(opcode),
-                                 loc=self._loc(loc), mlir_attrs=mlir_attrs)
+                                 loc=self._loc(loc), mlir_attrs=extra)
             except ValueError as e:
                 raise user_error(opcode, str(e)) from None
         return Value(self, op.result)
+
+    @contextmanager
+    def frontend_attributes(self, attributes: Mapping[str, str]) -> Iterator[None]:
+        """Ops emitted inside `with b.frontend_attributes({...}):` carry these frontend_attributes
+        (merged over the enclosing ones), like XlaBuilder's SetFrontendAttributes / FrontendAttributesSaver.
+        E.g. `_xla_send_recv_source_target_pairs` routes send/recv between replicas."""
+        saved = self.frontend
+        self.frontend = {**saved, **{str(k): str(v) for k, v in attributes.items()}}
+        try:
+            yield
+        finally:
+            self.frontend = saved
+
+    def _channel(self, kind: str) -> ChannelHandle:
+        self.shared.channels += 1
+        return ChannelHandle(self.shared.channels, kind)
+
+    def create_channel_handle(self) -> ChannelHandle:
+        """A new DEVICE_TO_DEVICE channel (send/recv), unique in the module."""
+        return self._channel("DEVICE_TO_DEVICE")
+
+    def create_device_to_host_channel_handle(self) -> ChannelHandle:
+        """A new DEVICE_TO_HOST channel (send_to_host), unique in the module."""
+        return self._channel("DEVICE_TO_HOST")
+
+    def create_host_to_device_channel_handle(self) -> ChannelHandle:
+        """A new HOST_TO_DEVICE channel (recv_from_host), unique in the module."""
+        return self._channel("HOST_TO_DEVICE")
 
     # -- leaves ------------------------------------------------------------------------------
     def parameter(self, number: int, shape: HloType | str, name: str | None = None) -> Value:

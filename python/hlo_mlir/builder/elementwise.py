@@ -90,6 +90,7 @@ UNARY = (
 )
 (abs_, neg, sign, copy, not_, exp, expm1, log, log1p, logistic, sqrt, rsqrt, cbrt, tanh, tan, sin, cos, floor,
  ceil, round_, round_nearest_even, is_finite, real, imag, popcnt, clz, erf) = (_unary_fn(o) for o in UNARY)
+population_count = popcnt  # XlaBuilder's (and the operation semantics') name of popcnt
 
 
 def _same_shape(x: Value, shape: tuple[int, ...]) -> Value:
@@ -121,6 +122,17 @@ def convert_element_type(operand: Value, new_element_type: Any) -> Value:
     """The same values in another element type (HLO `convert`)."""
     e = element_type(new_element_type)
     return builder_of("convert", [operand]).emit("convert", [operand], declared=ArrayType(e, operand.shape))
+
+
+def stochastic_convert_type(operand: Value, random: Value, new_element_type: Any) -> Value:
+    """XlaBuilder's StochasticConvertType: float -> integer rounding |x| up with probability
+    frac(|x|), decided by `random` (unsigned, as wide as the operand's elements, same shape):
+    up when random < frac(|x|) * 2^bits; saturates at the integer range."""
+    b = builder_of("stochastic-convert", [operand])
+    t = operand.type
+    if not isinstance(t, ArrayType):
+        raise user_error("stochastic-convert", f"the operand must be an array, got {t}")
+    return b.emit("stochastic-convert", [operand, random], declared=ArrayType(element_type(new_element_type), t.dims))
 
 
 def bitcast_convert_type(operand: Value, new_element_type: Any) -> Value:

@@ -23,6 +23,24 @@ def reshape(operand: Value, new_sizes: Sequence[int], dimensions: Sequence[int] 
     return b.emit("reshape", [operand], declared=ArrayType(operand.element, sizes))
 
 
+def dynamic_reshape(operand: Value, dim_sizes: Sequence[Value], new_size_bounds: Sequence[int],
+                    dims_are_dynamic: Sequence[bool]) -> Value:
+    """XlaBuilder's DynamicReshape: reshape to the runtime sizes `dim_sizes` (s32[] Values), each
+    at most its static bound; dimensions flagged in `dims_are_dynamic` become `<=bound` dynamic
+    dimensions of the result (e.g. f32[<=4,3]), the others must have their bound as size."""
+    b = builder_of("dynamic-reshape", [operand])
+    if not isinstance(operand.type, ArrayType):
+        raise user_error("dynamic-reshape", f"the operand must be an array, got {operand.type}")
+    sizes, bounds, dynamic = list(dim_sizes), tuple(int(x) for x in new_size_bounds), tuple(map(bool, dims_are_dynamic))
+    if not len(sizes) == len(bounds) == len(dynamic):
+        raise user_error("dynamic-reshape", f"dim_sizes, new_size_bounds and dims_are_dynamic must have one entry "
+                                            f"per result dimension, got {len(sizes)}, {len(bounds)} and {len(dynamic)}")
+    if any(x < 0 for x in bounds):
+        raise user_error("dynamic-reshape", f"new_size_bounds {bounds} must be non-negative")
+    result = ArrayType(operand.element, bounds, dynamic if any(dynamic) else ())
+    return b.emit("dynamic-reshape", [operand, *sizes], declared=result)
+
+
 def collapse(operand: Value, dimensions: Sequence[int]) -> Value:
     """Merge the consecutive, in-order `dimensions` into one (a reshape)."""
     dims = list(dimensions)
@@ -117,7 +135,8 @@ def get_dimension_size(operand: Value, dimension: int) -> Value:
 
 
 __all__ = [
-    "broadcast", "broadcast_in_dim", "collapse", "concat_in_dim", "dynamic_slice", "dynamic_update_slice",
+    "broadcast", "broadcast_in_dim", "collapse", "concat_in_dim", "dynamic_reshape", "dynamic_slice",
+    "dynamic_update_slice",
     "get_dimension_size", "get_tuple_element", "iota", "pad", "reshape", "rev", "slice_",
     "slice_in_dim", "transpose", "tuple_",
 ]
