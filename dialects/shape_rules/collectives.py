@@ -121,7 +121,7 @@ def all_to_all(ops: Sequence[HloType], ctx: Ctx) -> HloType:
     for x in xs:
         if x.dims != xs[0].dims or x.element != xs[0].element:
             raise ShapeError(f"tuple all-to-all operands must have the same shape, got {show(x)} and {show(xs[0])}")
-    return TupleType(tuple(xs)) if len(xs) > 1 else xs[0]
+    return TupleType(tuple(xs))  # the tuple form: a tuple even of one operand
 
 
 def _pairs(ctx: Ctx) -> None:

@@ -318,6 +318,27 @@ def test_shape_rule_error_at_call_site() -> None:
         xb.reduce(a, b.constant(np.int32(0)), b.binary_computation("add", "f32"), [0])
 
 
+def test_parameters_in_any_order() -> None:
+    """XlaBuilder numbers parameters explicitly: creation order does not matter, gaps do."""
+    b = xb.Builder("order")
+    y = b.parameter(1, "s32[2]", "y")
+    x = b.parameter(0, "f32[2]", "x")
+    z = b.parameter(2, "f32[]", "z")
+    m = b.build([x - xb.convert_element_type(y, F32) * z, y])
+    assert "ENTRY %order (x: f32[2], y: s32[2], z: f32[]) -> (f32[2], s32[2])" in m.to_hlo()
+    out = check(m, np.array([1, 2], F32), np.array([3, 4], S32), np.array(10, F32))
+    np.testing.assert_array_equal(out[0], [-29, -38])
+    b = xb.Builder("root_is_a_parameter")
+    b.parameter(1, "s32[]")
+    p0 = b.parameter(0, "f32[3]")
+    assert check(b.build(p0), np.arange(3, dtype=F32), np.array(7, S32))[0].tolist() == [0, 1, 2]
+    b = xb.Builder("gap")
+    b.parameter(0, "f32[]")
+    b.parameter(2, "f32[]")
+    with pytest.raises(hlo_mlir.HloError, match="parameter 1 of computation 'gap' is missing"):
+        b.build(b.constant(1.0))
+
+
 def test_misuse_is_an_error_not_a_traceback() -> None:
     b = xb.Builder("bad")
     x = b.parameter(0, "f32[2]")
@@ -329,8 +350,10 @@ def test_misuse_is_an_error_not_a_traceback() -> None:
         xb.iota(b, "s32[2]", 0) + 1.5
     with pytest.raises(hlo_mlir.HloError, match="expected a builder Value or a number, got str"):
         x + "a"
-    with pytest.raises(hlo_mlir.HloError, match="parameter numbers must be 0, 1, 2"):
-        b.parameter(3, "f32[]")
+    with pytest.raises(hlo_mlir.HloError, match="parameter 0 is already defined"):
+        b.parameter(0, "f32[]")
+    with pytest.raises(hlo_mlir.HloError, match="a parameter number is an integer >= 0, got -1"):
+        b.parameter(-1, "f32[]")
     with pytest.raises(hlo_mlir.HloError, match="parameter: bad shape 'f32\\[2'"):
         b.parameter(1, "f32[2")
     with pytest.raises(hlo_mlir.HloError, match="iota: bad shape 's32\\[2,'"):

@@ -177,15 +177,11 @@ def all_to_all(operand: Value, split_dimension: int, replica_groups: Sequence[Se
 def all_to_all_tuple(operands: Sequence[Value], replica_groups: Sequence[Sequence[int]] | None = None,
                      channel_id: int | None = None) -> Value:
     """XlaBuilder's AllToAllTuple: operand i goes to the i-th member of the group; result element j
-    is what member j sent to this replica (a tuple of the operands' shape, one per member).
-
-    Needs at least 2 operands: a one-operand all-to-all without dimensions is not a tuple in the
-    shape rules (use `all_to_all` for a single replica)."""
+    is what member j sent to this replica (a tuple of the operands' shape, one per member, even of one)."""
     xs = list(operands)
     b = builder_of("all-to-all", xs)
-    if len(xs) < 2:
-        raise user_error("all-to-all", f"the tuple form needs one operand per group member, at least 2; got "
-                                       f"{len(xs)} (use all_to_all for one operand)")
+    if not xs:
+        raise user_error("all-to-all", "the tuple form needs one operand per group member, got none")
     groups = replica_groups_attr(replica_groups)
     if groups and any(len(g) != len(xs) for g in groups):
         raise user_error("all-to-all", f"the tuple form needs one operand per group member: {len(xs)} operands, "

@@ -321,6 +321,7 @@ class Builder:
         self.parent = _parent
         self.name = self.shared.claim(name) if _parent is not None else name
         self.params: list[tuple[Value, str, SourceLocation]] = []
+        self.param_numbers: list[int] = []  # of self.params, in creation order until build
         self.closed: str | None = None  # why no more ops can be added
         self.dropped = False  # erased from the module, unbuilt, when the module was built
         self.frontend: dict[str, str] = {}  # frontend_attributes of every op emitted (see frontend_attributes)
@@ -417,11 +418,13 @@ class Builder:
 
     # -- leaves ------------------------------------------------------------------------------
     def parameter(self, number: int, shape: HloType | str, name: str | None = None) -> Value:
-        """Parameter `number` (numbered 0, 1, ... in creation order) of `shape`."""
+        """Parameter `number` of `shape`; parameters may be created in any order, and `build` checks that
+        the numbers are 0, 1, 2, ... without gaps."""
         self._check_open("parameter")
-        if number != len(self.params):
-            raise user_error("parameter", f"parameter numbers must be 0, 1, 2, ... in order: expected "
-                                          f"{len(self.params)}, got {number}")
+        if not isinstance(number, int) or number < 0:
+            raise user_error("parameter", f"a parameter number is an integer >= 0, got {number!r}")
+        if number in self.param_numbers:
+            raise user_error("parameter", f"parameter {number} is already defined")
         t = to_type(shape, "parameter")
         loc = call_site()
         with self.context:
@@ -429,7 +432,28 @@ class Builder:
         pname = self.shared.claim(name) if name else self.shared.fresh("parameter")
         value = Value(self, arg)
         self.params.append((value, pname, loc))
+        self.param_numbers.append(number)
         return value
+
+    def _order_parameters(self) -> None:
+        """Make the block arguments follow the parameter numbers (they were added in creation order)."""
+        missing = sorted(set(range(len(self.params))) - set(self.param_numbers))
+        if missing:
+            raise user_error("build", f"parameter numbers must be 0, 1, 2, ... without gaps: parameter {missing[0]} "
+                                      f"of computation '{self.name}' is missing")
+        if self.param_numbers == sorted(self.param_numbers):
+            return
+        order = sorted(range(len(self.params)), key=self.param_numbers.__getitem__)
+        n = len(order)
+        for i in order:
+            old = self.block.arguments[i]
+            new = self.block.add_argument(old.type, old.location)
+            old.replace_all_uses_with(new)
+            self.params[i][0].ir = new
+        for _ in range(n):
+            self.block.erase_argument(0)
+        self.params = [self.params[i] for i in order]
+        self.param_numbers = sorted(self.param_numbers)
 
     def constant(self, value: Any, dtype: Any = None) -> Value:
         """A constant from a NumPy array or a Python/NumPy scalar (floats default to f32, ints to s32)."""
@@ -471,6 +495,8 @@ class Builder:
         self._check_open("build")
         self._own("build", [root])
         loc = call_site()
+        with self.context:
+            self._order_parameters()
         with self.context, ir.InsertionPoint(self.block):
             func.ReturnOp([root.ir], loc=self._loc(loc))
             params = [p.type for p, _, _ in self.params]
