@@ -8,7 +8,7 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.passes import linalg_fast_exp, linalg_recompute, linalg_schedules
+from hlo_mlir.passes import linalg_fast_math, linalg_recompute, linalg_schedules
 
 if TYPE_CHECKING:
     from hlo_mlir.module import Module
@@ -56,7 +56,7 @@ def _readonly_arguments(module: ir.Module) -> None:
 def to_loops(module: ir.Module) -> ir.Module:
     """Bufferize and turn linalg ops into loops over memrefs (in place); marked hot ops get vectorized first."""
     linalg_schedules.apply(module)
-    linalg_fast_exp.apply(module)
+    linalg_fast_math.apply(module)
     linalg_recompute.apply(module)
     _readonly_arguments(module)
     _run(module, LOOPS, "loops")
