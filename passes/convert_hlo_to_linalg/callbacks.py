@@ -13,8 +13,7 @@ the result is the interpreter's by construction:
   * rng-get-and-update-state: shares the interpreter's per-instruction state;
   * types the native lowerings of cholesky, triangular-solve and batch norm leave out (`linalg_ops.py`,
     `batch_norm.py`) run the interpreter's kernel too;
-  * rare ops without a native lowering: ragged-dot, stochastic-convert, dynamic-reshape and the
-    get/set-dimension-size pair (whose dynamic sizes the interpreter owns);
+  * rare ops without a native lowering: ragged-dot, stochastic-convert;
   * collectives, feeds, send/recv and replica/partition ids (`collectives.py`).
 """
 
@@ -149,6 +148,6 @@ def host_kernel(rw: Rewriter) -> list[ir.Value]:
     return interpreter_call(rw)
 
 
-@rule("ragged-dot", "stochastic-convert", "dynamic-reshape", "get-dimension-size", "set-dimension-size")
+@rule("ragged-dot", "stochastic-convert")
 def rare_op(rw: Rewriter) -> list[ir.Value]:
     return interpreter_call(rw)

@@ -82,17 +82,18 @@ def test_dynamic_reshape_bounded_result() -> None:
     out = check(m, x0, np.array(4, S32))
     np.testing.assert_array_equal(out[0], x0.reshape(4, 3))
     assert int(out[1]) == 4 and float(out[2]) == 66
-    # Two rows: only rows 0-1 are defined (XLA leaves the rest of the bound uninitialized; the
-    # interpreter, which pads to the bound, reports the bound as the dimension size).
+    # Two rows: only rows 0-1 are defined (XLA leaves the rest of the bound uninitialized); the size
+    # and the reduce follow the runtime size.
     ours, xla = m.run(x0, np.array(2, S32)), run_xla(m.to_hlo(), [x0, np.array(2, S32)])
     np.testing.assert_array_equal(ours[0][:2], [[0, 1, 2], [3, 4, 5]])
     np.testing.assert_array_equal(ours[0][:2], xla[0][:2])
+    assert int(ours[1]) == int(xla[1]) == 2
     assert float(ours[2]) == float(xla[2]) == 15
 
 
 def test_set_dimension_size_keeps_its_bound() -> None:
     """The printed `<=4` is what makes XLA treat the dimension as dynamic: its reduce stops at the
-    size. (The interpreter does not track dynamic sizes, so it is not compared here.)"""
+    size, in XLA and in the interpreter."""
     b = xb.Builder("sds")
     x = b.parameter(0, "f32[4]", "x")
     y = xb.set_dimension_size(x, b.constant(np.int32(3)), 0)
@@ -101,7 +102,7 @@ def test_set_dimension_size_keeps_its_bound() -> None:
     m = b.build([xb.get_dimension_size(y, 0), total])
     assert "%set-dimension-size.2 = f32[<=4] set-dimension-size(" in m.to_hlo()
     assert "f32[<=4]{0} set-dimension-size(" in parsed_by_both(m)
-    size, summed = run_xla(m.to_hlo(), [np.array([1, 2, 3, 100], F32)])
+    size, summed = check(m, np.array([1, 2, 3, 100], F32))
     assert int(size) == 3 and float(summed) == 6
 
 

@@ -196,6 +196,78 @@ def test_dimension_size_ops() -> None:
     assert_same(run("set-dimension-size", bounded, x, np.array(2, np.int32), dimensions=(1,)), x)
 
 
+DYNAMIC_SIZES = """HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+mul {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] multiply(a, b)
+}
+ENTRY e {
+  v = f32[10] parameter(0)
+  m = f32[3,4] parameter(1)
+  five = s32[] constant(5)
+  six = s32[] constant(6)
+  two = s32[] constant(2)
+  zero = f32[] constant(0)
+  one = f32[] constant(1)
+  p5 = f32[<=10] set-dimension-size(v, five), dimensions={0}
+  p6 = f32[<=10] set-dimension-size(v, six), dimensions={0}
+  sum5 = f32[] reduce(p5, zero), dimensions={0}, to_apply=add
+  prod5 = f32[] reduce(p5, one), dimensions={0}, to_apply=mul
+  sum6 = f32[] reduce(p6, zero), dimensions={0}, to_apply=add
+  g = s32[] get-dimension-size(p5), dimensions={0}
+  sq = f32[<=10] multiply(p5, p5)
+  sumsq = f32[] reduce(sq, zero), dimensions={0}, to_apply=add
+  m2 = f32[3,<=4] set-dimension-size(m, two), dimensions={1}
+  mt = f32[<=4,3] transpose(m2), dimensions={1,0}
+  mb = f32[2,<=4,3] broadcast(mt), dimensions={1,2}
+  t = (f32[2,<=4,3], f32[]) tuple(mb, one)
+  mb2 = f32[2,<=4,3] get-tuple-element(t), index=0
+  rows = f32[<=4] reduce(mb2, zero), dimensions={0,2}, to_apply=add
+  rowsum = f32[] reduce(rows, zero), dimensions={0}, to_apply=add
+  gm = s32[] get-dimension-size(mb2), dimensions={1}
+  ROOT r = (f32[], f32[], f32[], s32[], f32[], f32[], s32[]) tuple(sum5, prod5, sum6, g, sumsq, rowsum, gm)
+}
+"""
+
+
+def test_runtime_dimension_sizes_as_the_semantics_example() -> None:
+    """SetDimensionSize's example: reductions ignore the padding (sum 15 / product 120 with size 5, sum 21
+    with size 6); sizes follow elementwise ops, transpose, broadcast and tuples; XLA agrees."""
+    v = np.arange(1, 11, dtype=np.float32)
+    m = np.arange(12, dtype=np.float32).reshape(3, 4)
+    ours, ref = run_hlo(DYNAMIC_SIZES, v, m)
+    assert [float(x) for x in ours[:3]] == [15.0, 120.0, 21.0]
+    assert int(ours[3]) == 5 and float(ours[4]) == 55.0
+    assert float(ours[5]) == 2 * m[:, :2].sum() and int(ours[6]) == 2
+    for a, b in zip(ours, ref):
+        assert_same(a, b)
+
+
+def test_an_op_that_ignores_runtime_sizes_is_an_error_not_a_padded_answer() -> None:
+    import hlo_mlir
+    from hlo_mlir.diagnostics import HloError
+
+    text = """HloModule m
+ENTRY e {
+  v = f32[4] parameter(0)
+  n = s32[] constant(2)
+  p = f32[<=4] set-dimension-size(v, n), dimensions={0}
+  ROOT d = f32[] dot(p, p), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+}
+"""
+    with pytest.raises(HloError, match=r"<string>:6:3: error: dot 'd': operand 0 has a dynamic size set at run "
+                                       r"time \(\[2\]\), which 'dot' does not take into account"):
+        hlo_mlir.load(text).run(np.ones(4, np.float32))
+    full = text.replace("constant(2)", "constant(4)")  # a size equal to the bound pads nothing
+    assert float(hlo_mlir.load(full).run(np.ones(4, np.float32))[0]) == 4.0
+
+
 def test_dynamic_reshape() -> None:
     x = arange((2, 6))
     rt = ArrayType(BY_HLO["f32"], (4, 12), (True, True))

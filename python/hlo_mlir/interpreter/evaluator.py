@@ -20,6 +20,7 @@ from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import BY_OP_NAME, from_mlir_type
 from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.frontend.ir_gen import NAME, SHAPE
+from hlo_mlir.interpreter import dynamic_sizes
 from hlo_mlir.interpreter.registry import KERNELS, InterpreterError, Kernel, Value
 from hlo_mlir.types import ArrayType, HloType
 
@@ -236,9 +237,18 @@ class Interpreter:
 
     # -- execution -------------------------------------------------------------------------------
     def _execute(self, steps: list[Step], program: Program, values: list[Value]) -> Value:
+        # Runtime sizes of bounded dimensions, per slot, only where a computation establishes them.
+        sizes: list | None = [None] * len(values) if program.opcodes & dynamic_sizes.SOURCES else None
         for step in steps:
             try:
-                values.append(step.kernel(step.info, [values[i] for i in step.operands], self))
+                args = [values[i] for i in step.operands]
+                if sizes is None:
+                    values.append(step.kernel(step.info, args, self))
+                else:
+                    value, size = dynamic_sizes.step(step.info, step.kernel, args, [sizes[i] for i in step.operands],
+                                                     self)  # fmt: skip
+                    values.append(value)
+                    sizes.append(size)
             except (HloError, InterpreterError):
                 raise
             except RecursionError:

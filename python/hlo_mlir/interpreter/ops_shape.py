@@ -3,8 +3,8 @@ iota, copy and the dynamic-shape ops.
 
 Start indices of dynamic-slice / dynamic-update-slice are clamped so the slice stays in
 bounds (XLA never faults).  A bounded dimension (`<=N`) runs padded to its bound, as in
-XLA's buffers; the interpreter does not track dynamic sizes, so get-dimension-size
-reports the bound.
+XLA's buffers; the runtime sizes set-dimension-size and dynamic-reshape establish are tracked
+beside the arrays by `dynamic_sizes` (these kernels see the static extents only).
 """
 
 from __future__ import annotations
