@@ -1,5 +1,8 @@
 """dot: a linalg.generic contraction over (batch, lhs free, rhs free, contracting) loops.
 
+Complex dots accumulate `acc + a*b` from 0 + 0i in the result type, with the textbook product
+(`elementwise.complex_mul`); complex operands with a real result are rejected (XLA gives the real part
+of the complex sum, the interpreter drops the operands' imaginary parts first).
 f32/f64 matmul-shaped dots (one free dim per side, one contracting dim) whose sizes fit the register tile
 are marked for `linalg_schedules` (tiled for cache and registers, vectorized to FMAs).
 """
@@ -10,7 +13,7 @@ from mlir import ir
 from mlir.dialects import arith
 
 from hlo_mlir.passes.convert_hlo_to_linalg.core import NARROW_FLOATS, Rewriter, element_mlir_type, rule
-from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import convert_scalar
+from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import complex_add, complex_mul, complex_zero, convert_scalar
 from hlo_mlir.passes.linalg_schedules import first_divisor, mark
 
 
@@ -35,8 +38,8 @@ def _schedule(op: ir.Operation, bounds: list[int], bits: int) -> None:
 def dot(rw: Rewriter) -> list[ir.Value]:
     lhs, rhs = rw.operand(0), rw.operand(1)
     le, re_, oe = rw.operand_element(0), rw.operand_element(1), rw.result_element()
-    if oe.is_complex or le.is_complex:
-        raise rw.unsupported("complex operands")
+    if not oe.is_complex and (le.is_complex or re_.is_complex):
+        raise rw.unsupported(f"complex operands and result type {oe.hlo}")
     rw.require_floats(le, re_, oe)
     lshape = list(ir.RankedTensorType(lhs.type).shape)
     rshape = list(ir.RankedTensorType(rhs.type).shape)
@@ -60,11 +63,14 @@ def dot(rw: Rewriter) -> list[ir.Value]:
     # Accumulate narrow floats in f32 (XLA's CPU backend does), rounding once at the end.
     acc_et = oe
     acc_t = ir.F32Type.get() if oe.hlo in NARROW_FLOATS else element_mlir_type(oe)
-    zero = rw.constant(acc_t, 0)
+    zero = complex_zero(acc_t) if oe.is_complex else rw.constant(acc_t, 0)
     shape = rw.result_shape()
     init = rw.filled(shape, zero)
 
     def body(a: ir.Value, b: ir.Value, acc: ir.Value) -> list[ir.Value]:
+        if oe.is_complex:
+            a, b = convert_scalar(rw, a, le, oe), convert_scalar(rw, b, re_, oe)
+            return [complex_add(acc, complex_mul(a, b))]
         if oe.is_float:
             a = convert_scalar(rw, a, le, acc_et) if le != acc_et else a
             b = convert_scalar(rw, b, re_, acc_et) if re_ != acc_et else b

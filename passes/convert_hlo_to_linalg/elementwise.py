@@ -1,9 +1,11 @@
-"""Elementwise ops: arithmetic, bit ops, compare, select, clamp, convert, bitcast-convert, real/imag/complex.
+"""Elementwise ops: arithmetic, bit ops, compare, select, clamp, convert, real/imag/complex, map.
 
 Complex values are `complex<fN>` scalars. add/subtract/negate/multiply/divide/sign/logistic, compare and
-the parts are explicit real arithmetic written the way NumPy (the interpreter) computes them, so the
-results are bit-identical (multiply is the textbook formula, divide Smith's algorithm); the
-transcendental functions use the `complex` dialect (lowered by convert-complex-to-standard).
+the parts are explicit real arithmetic written the way NumPy (the interpreter) computes them (multiply
+is the textbook formula, each part rounded: NumPy fuses a multiply-add there on FMA machines, so the
+last bit can differ; divide is Smith's algorithm); the transcendental functions use the `complex`
+dialect (lowered by convert-complex-to-standard). `complex_zero`/`complex_add`/`complex_mul` also
+serve dot's multiply-accumulate and select-and-scatter.
 Every op here is one all-parallel `linalg.generic` (`_emap`) whose operand maps are the indexing
 analysis' (`hlo_mlir.analysis.linalg.generic_maps`): the identity, or the constant map `(d...) -> ()`
 for select's scalar predicate and clamp's scalar bounds. Only when the analysis gives None (it cannot
@@ -25,7 +27,7 @@ from mlir.dialects import complex as cplx
 
 from hlo_mlir.analysis.linalg import GenericMaps, generic_maps
 from hlo_mlir.passes.convert_hlo_to_linalg.core import (NARROW_FLOATS, Rewriter, element_mlir_type, is_sub_byte,
-                                                        pred_load, pred_store, rule, wrap_sub_byte)
+                                                        pred_load, pred_store, rule, scalar_of, wrap_sub_byte)
 from hlo_mlir.types import BY_HLO, ArrayType, ElementType
 
 F32 = lambda: ir.F32Type.get()  # noqa: E731
@@ -69,8 +71,13 @@ def _emap(rw: Rewriter, out: ir.Type, body: Callable[..., ir.Value]) -> ir.Value
     """`body(*operand_scalars)` over the result, operands read through the analysis' maps (identity, or
     the constant map for select's scalar predicate and clamp's scalar bounds); sub-byte results wrap."""
     xs = rw.operands()
-    maps = indexing_maps(rw) or [_scalar_map(rw, i) for i in range(len(xs))]
     et = rw.result_element()
+    if rw.scalar and not rw.result_shape():
+        # Inlined as scalar code (a reducer's body): emit `body` bare. (`rw.generic` would make a
+        # placeholder output scalar first, which `rw.constant` cannot for complex types.)
+        y = wrap(rw, body(*[scalar_of(x) for x in xs]), et)
+        return tensor.FromElementsOp(ir.RankedTensorType.get([], y.type), [y]).result
+    maps = indexing_maps(rw) or [_scalar_map(rw, i) for i in range(len(xs))]
     return rw.generic(xs, maps, rw.result_shape(), [out], lambda *a: [wrap(rw, body(*a[: len(xs)]), et)])[0]
 
 
@@ -204,7 +211,18 @@ def _make(t: ir.Type, re: ir.Value, im: ir.Value) -> ir.Value:
     return cplx.create_(t, re, im)
 
 
-def _cmul(a: ir.Value, b: ir.Value) -> ir.Value:
+def complex_zero(t: ir.Type) -> ir.Value:
+    """0 + 0i of complex type `t`."""
+    zero = arith.constant(ir.ComplexType(t).element_type, 0.0)
+    return _make(t, zero, zero)
+
+
+def complex_add(a: ir.Value, b: ir.Value) -> ir.Value:
+    """Part-wise sum, as NumPy computes it."""
+    return _make(a.type, *(arith.addf(p, q) for p, q in zip(_parts(a), _parts(b))))
+
+
+def complex_mul(a: ir.Value, b: ir.Value) -> ir.Value:
     """NumPy's complex product: (ar*br - ai*bi, ar*bi + ai*br), no C99 Annex G recovery."""
     (ar, ai), (br, bi) = _parts(a), _parts(b)
     return _make(a.type, arith.subf(arith.mulf(ar, br), arith.mulf(ai, bi)),
@@ -245,15 +263,15 @@ def _catan2(y: ir.Value, x: ir.Value) -> ir.Value:
     """XLA's complex atan2: -i * log((x + iy) / sqrt(x^2 + y^2))."""
     t = x.type
     i = _make(t, *(arith.constant(cplx.re(x).type, v) for v in (0.0, 1.0)))
-    num = cplx.add(x, _cmul(i, y))
-    den = cplx.sqrt(cplx.add(_cmul(x, x), _cmul(y, y)))
-    return _cmul(_make(t, *(arith.constant(cplx.re(x).type, v) for v in (0.0, -1.0))), cplx.log(_cdiv(num, den)))
+    num = cplx.add(x, complex_mul(i, y))
+    den = cplx.sqrt(cplx.add(complex_mul(x, x), complex_mul(y, y)))
+    return complex_mul(_make(t, *(arith.constant(cplx.re(x).type, v) for v in (0.0, -1.0))), cplx.log(_cdiv(num, den)))
 
 
 _COMPLEX_BINARY: dict[str, Callable[[ir.Value, ir.Value], ir.Value]] = {
-    "add": lambda a, b: _make(a.type, *(arith.addf(p, q) for p, q in zip(_parts(a), _parts(b)))),
+    "add": complex_add,
     "subtract": lambda a, b: _make(a.type, *(arith.subf(p, q) for p, q in zip(_parts(a), _parts(b)))),
-    "multiply": _cmul, "divide": _cdiv, "power": cplx.pow, "atan2": _catan2,
+    "multiply": complex_mul, "divide": _cdiv, "power": cplx.pow, "atan2": _catan2,
 }
 
 
@@ -571,16 +589,6 @@ def complex_(rw: Rewriter) -> list[ir.Value]:
     """Assemble from real and imaginary parts without arithmetic (inf/NaN parts stay apart)."""
     out = element_mlir_type(rw.result_element())
     return [_emap(rw, out, lambda re, im: _make(out, re, im))]
-
-
-@rule("bitcast-convert", wraps_sub_byte=True)
-def bitcast_convert(rw: Rewriter) -> list[ir.Value]:
-    src, dst = rw.operand_element(0), rw.result_element()
-    if src.bits != dst.bits or src.is_complex or dst.is_complex or src.is_pred or dst.is_pred:
-        raise rw.unsupported(f"{src.hlo} -> {dst.hlo} (only same-width non-complex types)")
-    require_elements(rw, src, dst)
-    dt = element_mlir_type(dst)
-    return [_emap(rw, dt, lambda x: x if x.type == dt else arith.bitcast(dt, x))]
 
 
 @rule("map", wraps_sub_byte=True)

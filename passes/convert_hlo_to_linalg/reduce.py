@@ -2,8 +2,9 @@
 
 Reducer computations are inlined as scalar code (`rw.inline_scalar`) in the body of a linalg.generic
 whose reduced loops are `reduction` iterators, visiting elements in row-major order, left to right
-from the init value. Two reducers are recognized by shape (`binary_reducer`) because the inlined
-rule would not give the interpreter's answer:
+from the init value (complex reducers too: their elementwise rules emit `complex<fN>` scalar code).
+Two reducers are recognized by shape (`binary_reducer`) because the inlined rule would not give the
+interpreter's answer:
   * float `add` in `reduce` accumulates in f64 and rounds once (the interpreter's sequential f64 sum);
     below f64 the add carries `reassoc` so LLVM vectorizes the loop — the f64 partial sums it reorders
     give the sequential sum's rounding except in ties far below the element type's precision;
@@ -23,6 +24,7 @@ from mlir.dialects import arith, math, scf, tensor
 from hlo_mlir.attr_types import Window
 from hlo_mlir.dialects import opcode_of
 from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, element_mlir_type, rule, scalar_of
+from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import complex_zero
 from hlo_mlir.types import ElementType
 
 Combine = Callable[[Sequence[ir.Value], Sequence[ir.Value]], list[ir.Value]]
@@ -69,20 +71,13 @@ def combiner(rw: Rewriter, name: str, elements: Sequence[ElementType]) -> Combin
     return lambda accs, xs: rw.inline_scalar(name, [*accs, *xs])
 
 
-def _check_elements(rw: Rewriter, elements: Sequence[ElementType]) -> None:
-    for et in elements:
-        if et.is_complex:
-            raise rw.unsupported("complex operands")
-    rw.require_floats(*elements)
-
-
 def _split(rw: Rewriter) -> tuple[list[ir.Value], list[ir.Value], list[ElementType]]:
     """Variadic (operands..., init values...) of reduce and reduce-window."""
     n = rw.num_operands // 2
     if rw.num_operands != 2 * n or n == 0:
         raise rw.error(f"'{rw.opcode}' takes operands then as many init values, got {rw.num_operands} operands")
     elements = [rw.operand_element(i) for i in range(n)]
-    _check_elements(rw, elements)
+    rw.require_floats(*elements)
     return [rw.operand(i) for i in range(n)], [rw.operand(n + i) for i in range(n)], elements
 
 
@@ -269,7 +264,7 @@ def loop_nest(bounds: Sequence[int], carried: list[ir.Value],
 def select_and_scatter(rw: Rewriter) -> list[ir.Value]:
     operand, source, init = rw.operand(0), rw.operand(1), rw.operand(2)
     et = rw.operand_element(0)
-    _check_elements(rw, [et, rw.operand_element(1)])
+    rw.require_floats(et, rw.operand_element(1))
     shape = _shape(operand)
     rank = len(shape)
     if rank == 0:
@@ -302,7 +297,7 @@ def select_and_scatter(rw: Rewriter) -> list[ir.Value]:
     def per_source(ivs: list[ir.Value], carried: list[ir.Value]) -> list[ir.Value]:
         (res,) = carried
         scan = scf.ForOp(_idx(0), _idx(positions), _idx(1),
-                         [rw.constant(elem, 0), arith.constant(index, -1)])
+                         [complex_zero(elem) if et.is_complex else rw.constant(elem, 0), arith.constant(index, -1)])
         with ir.InsertionPoint(scan.body):
             flat = scan.induction_variable
             sel_val, sel_pos = scan.inner_iter_args
