@@ -387,8 +387,6 @@ def test_jit_huge_result_is_a_diagnostic(tmp_path: Path) -> None:
     assert r.returncode == 1
 
 
-@pytest.mark.xfail(strict=True, reason="runtime/jit: a tuple parameter nested 100 deep raises a NumPy ValueError "
-                   "(more than 64 dimensions) out of the argument conversion")
 def test_jit_deep_tuple_parameter(tmp_path: Path) -> None:
     deep = "(" * 100 + "f32[]" + ")" * 100
     path = _write(tmp_path, f"HloModule m\nENTRY e {{\n  ROOT p = {deep} parameter(0)\n}}\n")

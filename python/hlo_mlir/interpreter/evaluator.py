@@ -111,15 +111,22 @@ class Program:
     opcodes: set[str] = field(default_factory=set)
 
 
+def parameter_names(fn: ir.Operation) -> list[str]:
+    """The HLO names of a computation's parameters (`Arg_<i>` where the text gave none)."""
+    arg_attrs = list(ir.ArrayAttr(fn.attributes["arg_attrs"])) if "arg_attrs" in fn.attributes else []
+    names = []
+    for i in range(len(fn.regions[0].blocks[0].arguments)):
+        d = ir.DictAttr(arg_attrs[i]) if i < len(arg_attrs) else None
+        names.append(ir.StringAttr(d[NAME]).value if d is not None and NAME in d else f"Arg_{i}")
+    return names
+
+
 def compile_function(fn: ir.Operation) -> Program:
     name = ir.StringAttr(fn.attributes["sym_name"]).value
     block = fn.regions[0].blocks[0]
     slots: dict[ir.Value, int] = {arg: i for i, arg in enumerate(block.arguments)}
     arg_attrs = list(ir.ArrayAttr(fn.attributes["arg_attrs"])) if "arg_attrs" in fn.attributes else []
-    names = []
-    for i in range(len(block.arguments)):
-        d = ir.DictAttr(arg_attrs[i]) if i < len(arg_attrs) else None
-        names.append(ir.StringAttr(d[NAME]).value if d is not None and NAME in d else f"Arg_{i}")
+    names = parameter_names(fn)
     layouts: dict[ir.Value, tuple[int, ...] | None] = {}
     for i, arg in enumerate(block.arguments):
         d = ir.DictAttr(arg_attrs[i]) if i < len(arg_attrs) else None
@@ -284,14 +291,16 @@ class Interpreter:
 
 def check_arguments(program: Program, args: Sequence[Any]) -> list[Value]:
     """Convert and check user arguments against the entry parameters, naming the parameter."""
-    if len(args) != len(program.param_types):
-        raise HloError(
-            f"computation '{program.name}' takes {len(program.param_types)} argument(s), got {len(args)}"
-        )
-    out: list[Value] = []
-    for i, (a, t, name) in enumerate(zip(args, program.param_types, program.param_names)):
-        out.append(_check_value(a, t, f"argument {i} (parameter '{name}')"))
-    return out
+    return check_values(program.name, program.param_types, program.param_names, args)
+
+
+def check_values(computation: str, types: Sequence[HloType], names: Sequence[str], args: Sequence[Any]) -> list[Value]:
+    """`args` converted to parameters of `types` (tuples as tuples, tokens as TOKEN); a mismatch is an
+    HloError naming the parameter."""
+    if len(args) != len(types):
+        raise HloError(f"computation '{computation}' takes {len(types)} argument(s), got {len(args)}")
+    return [_check_value(a, t, f"argument {i} (parameter '{name}')")
+            for i, (a, t, name) in enumerate(zip(args, types, names))]
 
 
 def _check_value(a: Any, t: HloType, what: str) -> Value:

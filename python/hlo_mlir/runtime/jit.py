@@ -51,6 +51,16 @@ class Compiled:
     results: list[ArrayType]
     compile_ms: float
     host_callbacks: tuple = ()  # ctypes trampolines of the module's host functions (must outlive `engine`)
+    signature: tuple = ()  # (entry name, parameter types as in HLO (tuples unflattened), parameter names)
+
+    def flatten_arguments(self, args: Sequence[Any]) -> list[Any]:
+        """User arguments checked like the interpreter's (same messages), tuples flattened to the leaves
+        the compiled function takes (tokens dropped)."""
+        from hlo_mlir.interpreter.evaluator import check_values
+
+        name, types, names = self.signature
+        checked = check_values(name, types, names, args)
+        return [leaf for t, v in zip(types, checked) for leaf in _leaves(t, v)]
 
     def __call__(self, *args: Any) -> list[np.ndarray]:
         if len(args) != len(self.params):
@@ -104,6 +114,14 @@ class Compiled:
 _CACHE: dict[str, Compiled] = {}
 
 
+def _leaves(t: Any, v: Any) -> list[Any]:
+    from hlo_mlir.types import TokenType, TupleType
+
+    if isinstance(t, TupleType):
+        return [leaf for e, x in zip(t.elements, v) for leaf in _leaves(e, x)]
+    return [] if isinstance(t, TokenType) else [v]
+
+
 def compile_module(module: Any, text: str | None = None) -> Compiled:
     """Lower and JIT-compile `module` (a `hlo_mlir.module.Module`); cached per process by its MLIR text."""
     from mlir import ir
@@ -112,6 +130,7 @@ def compile_module(module: Any, text: str | None = None) -> Compiled:
     from hlo_mlir.dialects import from_mlir_type
     from hlo_mlir.passes import lower_to_llvm
     from hlo_mlir.passes.convert_hlo_to_linalg import convert
+    from hlo_mlir.interpreter.evaluator import parameter_names
     from hlo_mlir.passes.convert_hlo_to_linalg.core import leaves
 
     key = module.to_mlir()
@@ -130,7 +149,9 @@ def compile_module(module: Any, text: str | None = None) -> Compiled:
             raise HloError("jit: the module has no entry computation")
         name = ir.StringAttr(entry.attributes["sym_name"]).value
         ftype = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
-        params = [a for t in ftype.inputs for a in leaves(from_mlir_type(t))]
+        hlo_params = [from_mlir_type(t) for t in ftype.inputs]
+        params = [a for t in hlo_params for a in leaves(t)]
+        signature = (name, tuple(hlo_params), tuple(parameter_names(entry)))
         results = [a for t in ftype.results for a in leaves(from_mlir_type(t))]
         symbols = [
             ir.StringAttr(op.operation.attributes["sym_name"]).value
@@ -146,7 +167,7 @@ def compile_module(module: Any, text: str | None = None) -> Compiled:
         callbacks = tuple(host.register_all(engine, symbols))  # before any lookup resolves the symbols
         if not engine.raw_lookup("_mlir_ciface_" + name):  # e.g. an unresolved libm symbol
             raise HloError(f"jit: LLVM compilation of '{name}' failed (see the JIT session error above)")
-    compiled = Compiled(engine, name, params, results, (time.perf_counter() - start) * 1e3, callbacks)
+    compiled = Compiled(engine, name, params, results, (time.perf_counter() - start) * 1e3, callbacks, signature)
     _CACHE[key] = compiled
     return compiled
 
@@ -163,12 +184,13 @@ def run(module: Any, args: Sequence[Any], replicas: int = 1, infeed: Any = (), o
     if not isinstance(replicas, int) or replicas < 1:
         raise HloError(f"replicas must be an integer of at least 1, got {replicas!r}")
     compiled = compile_module(module)
+    flat = compiled.flatten_arguments(args)
     services = Services(replicas, infeed)
 
     def replica(r: int) -> list[np.ndarray]:
         host.bind_replica(host.Replica(r, replicas, services))
         try:
-            return compiled(*args)
+            return compiled(*flat)
         finally:
             host.bind_replica(None)
 
