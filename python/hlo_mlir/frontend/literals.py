@@ -19,6 +19,12 @@ class LiteralError(ValueError):
         self.lit = lit
 
 
+def _float(text: str) -> float:
+    """A floating-point literal's value; an integer token is an integer first, as in XLA's lexer, so
+    `-0` is +0.0 (only `-0.0` is negative zero)."""
+    return float(int(text)) if re.fullmatch(r"[-+]?[0-9]+", text) else float(text)
+
+
 def _scalar(lit: Literal, et: ElementType) -> object:
     if et.is_complex:
         if lit.kind != "paren" or len(lit.children) != 2:
@@ -43,7 +49,7 @@ def _scalar(lit: Literal, et: ElementType) -> object:
             raise LiteralError(f"value {value} is out of range for {et.hlo} [{lo}, {hi}]", lit)
         return value
     try:
-        return float(text)
+        return _float(text)
     except ValueError:
         raise LiteralError(f"expected a number for {et.hlo}, got '{text}'", lit) from None
 
@@ -79,6 +85,8 @@ def literal_to_array(lit: Literal, t: ArrayType) -> np.ndarray:
             if len(items) == t.dims[depth]:
                 try:
                     row = [fast(x) for x in items]
+                    if fast is float:  # `-0` is +0.0 (see _float): only zeros need a second look
+                        row = [_float(x) if v == 0 else v for x, v in zip(items, row)]
                 except ValueError:
                     row = None
                 if row is not None and (fast is float or _in_range(row, et)):
@@ -164,7 +172,7 @@ def _text_values(text: str, t: ArrayType) -> list[object]:
             return tok == "true"
         if tok.startswith("0x"):
             return np.array(int(tok, 16), dtype=bits).view(t.dtype)[()]
-        return int(tok) if et.is_integer else float(tok)
+        return int(tok) if et.is_integer else _float(tok)
 
     return [value(tok) for tok in _NUM.findall(text.split("<", 1)[1] if "<" in text else text)]
 
@@ -183,7 +191,10 @@ def format_scalar(v: np.generic, et: ElementType) -> str:
 
 
 def _fmt_float(x: np.generic) -> str:
-    """The shortest text that reads back as the same value of x's type (`-nan` keeps its sign)."""
+    """The shortest text that reads back as the same value of x's type (`-nan` keeps its sign; negative
+    zero is `-0.0`, since an integer token `-0` reads back as +0)."""
+    if x == 0 and np.signbit(x):
+        return "-0.0"
     if x.dtype.itemsize >= 4:
         text = str(x)  # NumPy's shortest round-tripping repr: 0.1, 16777216.0, 1e+20, inf, nan
         if text[-1] == "n":
@@ -196,7 +207,7 @@ def _fmt_float(x: np.generic) -> str:
     if f in (float("inf"), float("-inf")):
         return "inf" if f > 0 else "-inf"
     if f.is_integer() and abs(f) < 1e7:
-        return ("-" if np.signbit(f) else "") + str(abs(int(f)))  # exact: 448, 65504, -0
+        return ("-" if np.signbit(f) else "") + str(abs(int(f)))  # exact: 448, 65504
     same = x.dtype.type
     with np.errstate(all="ignore"):  # candidates may overflow the type: they just don't match
         return next((t for p in range(1, 10) if same(float(t := f"{f:.{p}g}")) == x), repr(f))

@@ -98,12 +98,14 @@ def _split(args: list, n: int, op: OpView) -> tuple[list[np.ndarray], list[np.nd
 def _sequential(uf: np.ufunc, rows: np.ndarray, init: np.ndarray) -> np.ndarray:
     """Fold `init, rows[0], rows[1], ...` left to right, rounding each step.
 
-    ufunc.reduce along a non-contiguous axis 0 is a plain loop per column; a 1-D reduce may be
-    pairwise/SIMD, so a single column goes through accumulate instead."""
-    stacked = np.concatenate([np.full((1, rows.shape[1]), init, rows.dtype), rows])
-    if stacked.shape[1] > 1:
-        return uf.reduce(stacked, axis=0)
-    return uf.accumulate(stacked[:, 0])[-1:]
+    ufunc.reduce along axis 0 of a C-ordered array is a plain loop per column (along a contiguous
+    axis, e.g. of a transposed view, it may be pairwise/SIMD: `rows` is copied C-ordered); it starts
+    from `initial` (without it, add starts from +0 and loses a -0 sum). A 1-D reduce may be pairwise
+    too, so a single column goes through accumulate instead."""
+    if rows.shape[1] > 1:
+        return uf.reduce(np.ascontiguousarray(rows), axis=0, initial=init)
+    stacked = np.concatenate([np.reshape(init, (1,)).astype(rows.dtype), rows[:, 0]])
+    return uf.accumulate(stacked)[-1:]
 
 
 def _fast_reduce(kind: str, rows: np.ndarray, init: np.ndarray) -> np.ndarray:
