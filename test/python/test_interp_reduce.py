@@ -523,3 +523,31 @@ ENTRY e {{
     dtype = {"f32": np.float32, "s32": np.int32, "pred": np.bool_}[ty]
     ours, ref = e2e(text, np.zeros(tuple(int(d) for d in shape[1:-1].split(",")), dtype))
     assert_outputs(ours, ref)
+
+
+@pytest.mark.parametrize("zero", ["-0.0", "-0"])
+def test_sum_of_negative_zeros_keeps_the_sign_of_the_fold(zero: str) -> None:
+    """-0 + -0 + ... is -0 from a -0.0 init and +0 from `-0` (an integer token: +0.0), over a minor
+    dimension (a transposed view inside the kernel) as over a major one; XLA agrees."""
+    import hlo_mlir
+    from hlo_mlir.oracle import run_xla, xla_available
+
+    text = f"""HloModule m
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}}
+ENTRY e {{
+  x = f32[3,4,5] parameter(0)
+  z = f32[] constant({zero})
+  minor = f32[3,4] reduce(x, z), dimensions={{2}}, to_apply=add
+  major = f32[4,5] reduce(x, z), dimensions={{0}}, to_apply=add
+  ROOT t = (f32[3,4], f32[4,5]) tuple(minor, major)
+}}
+"""
+    x = -np.zeros((3, 4, 5), np.float32)
+    ours = hlo_mlir.load(text).run(x)
+    assert all(np.signbit(o).all() == (zero == "-0.0") for o in ours)
+    if xla_available():
+        assert [np.signbit(o).tolist() for o in ours] == [np.signbit(r).tolist() for r in run_xla(text, [x])]
