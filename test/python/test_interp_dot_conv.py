@@ -313,3 +313,22 @@ ENTRY main {
     for o, r in zip(ours, ref):
         assert o.dtype == r.dtype and o.shape == r.shape
         np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.skipif(not xla_available(), reason="XLA oracle unavailable")
+@pytest.mark.parametrize("result", ["f32", "f64", "bf16", "s32", "u8"])
+def test_complex_operands_with_a_real_result(result: str) -> None:
+    """XLA sums the complex products and keeps the real part (truncated for an integer result); the
+    real operand is not converted to the result type first."""
+    text = f"""HloModule m
+ENTRY e {{
+  a = c64[2,3] parameter(0)
+  b = f32[3] parameter(1)
+  ROOT d = {result}[2] dot(a, b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+}}
+"""
+    a = (np.arange(6) + 1j * np.arange(6, 12)).astype(np.complex64).reshape(2, 3)
+    b = np.array([2, 1.5, -1], np.float32)
+    ours, ref = e2e(text, a, b)
+    np.testing.assert_array_equal(ours[0], ref[0])
+    np.testing.assert_array_equal(ours[0].astype(np.float64), [-0.5, 7] if result[0] in "fb" else [0, 7])

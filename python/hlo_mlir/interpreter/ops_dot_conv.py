@@ -114,9 +114,21 @@ def dot(op: OpView, args: list, ctx: Context) -> np.ndarray:
     lf = _free_dims(lhs.ndim, lb, lc)
     rf = _free_dims(rhs.ndim, rb, rc)
     bsz, k = _size(lhs.shape, lb), _size(lhs.shape, lc)
-    a = _operand(lhs, result).transpose(*lb, *lf, *lc).reshape(bsz, _size(lhs.shape, lf), k)
-    b = _operand(rhs, result).transpose(*rb, *rc, *rf).reshape(bsz, k, _size(rhs.shape, rf))
-    out = _finish(_matmul(a, b, result), result)
+    # XLA multiplies and sums complex operands of a real result in complex, then keeps the real part
+    # (an integer result truncates it, as convert does).
+    mixed = "c" in (lhs.dtype.kind, rhs.dtype.kind) and not result.element.is_complex
+    if mixed:
+        ctype = np.complex64 if result.dtype.itemsize <= 4 and result.element.is_float else np.complex128
+        a, b = lhs.astype(ctype), rhs.astype(ctype)
+    else:
+        a, b = _operand(lhs, result), _operand(rhs, result)
+    a = a.transpose(*lb, *lf, *lc).reshape(bsz, _size(lhs.shape, lf), k)
+    b = b.transpose(*rb, *rc, *rf).reshape(bsz, k, _size(rhs.shape, rf))
+    if mixed:
+        r = np.matmul(a, b).real
+        out = _finish(np.trunc(r).astype(np.int64) if compute_dtype(result) is None else r, result)
+    else:
+        out = _finish(_matmul(a, b, result), result)
     return out.reshape(result.dims)
 
 
