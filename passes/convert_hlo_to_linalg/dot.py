@@ -1,8 +1,8 @@
 """dot: a linalg.generic contraction over (batch, lhs free, rhs free, contracting) loops.
 
 Complex dots accumulate `acc + a*b` from 0 + 0i in the result type, with the textbook product
-(`elementwise.complex_mul`); complex operands with a real result are rejected (XLA gives the real part
-of the complex sum, the interpreter drops the operands' imaginary parts first).
+(`elementwise.complex_mul`); complex operands of a real result accumulate in c64 (c128 for f64 and
+integer results) and the real part is converted to the result type at the end, as XLA does.
 f32/f64 matmul-shaped dots (one free dim per side, one contracting dim) whose sizes fit the register tile
 are marked for `linalg_schedules` (tiled for cache and registers, vectorized to FMAs).
 """
@@ -15,6 +15,7 @@ from mlir.dialects import arith
 from hlo_mlir.passes.convert_hlo_to_linalg.core import NARROW_FLOATS, Rewriter, element_mlir_type, rule
 from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import complex_add, complex_mul, complex_zero, convert_scalar
 from hlo_mlir.passes.linalg_schedules import first_divisor, mark
+from hlo_mlir.types import BY_HLO
 
 
 def _sizes(shape: list[int], dims: list[int]) -> list[int]:
@@ -38,9 +39,10 @@ def _schedule(op: ir.Operation, bounds: list[int], bits: int) -> None:
 def dot(rw: Rewriter) -> list[ir.Value]:
     lhs, rhs = rw.operand(0), rw.operand(1)
     le, re_, oe = rw.operand_element(0), rw.operand_element(1), rw.result_element()
-    if not oe.is_complex and (le.is_complex or re_.is_complex):
-        raise rw.unsupported(f"complex operands and result type {oe.hlo}")
     rw.require_floats(le, re_, oe)
+    # Complex operands of a real result: multiply and sum in complex, keep the real part (as XLA).
+    mixed = not oe.is_complex and (le.is_complex or re_.is_complex)
+    ce = BY_HLO["c64" if oe.is_float and oe.bits <= 32 else "c128"] if mixed else oe
     lshape = list(ir.RankedTensorType(lhs.type).shape)
     rshape = list(ir.RankedTensorType(rhs.type).shape)
     lb, rb = list(rw.attrs.get("lhs_batch_dims", ())), list(rw.attrs.get("rhs_batch_dims", ()))
@@ -62,14 +64,14 @@ def dot(rw: Rewriter) -> list[ir.Value]:
     out_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(i) for i in range(nb + nlf + nrf)])
     # Accumulate narrow floats in f32 (XLA's CPU backend does), rounding once at the end.
     acc_et = oe
-    acc_t = ir.F32Type.get() if oe.hlo in NARROW_FLOATS else element_mlir_type(oe)
-    zero = complex_zero(acc_t) if oe.is_complex else rw.constant(acc_t, 0)
+    acc_t = ir.F32Type.get() if oe.hlo in NARROW_FLOATS and not mixed else element_mlir_type(ce)
+    zero = complex_zero(acc_t) if ce.is_complex else rw.constant(acc_t, 0)
     shape = rw.result_shape()
     init = rw.filled(shape, zero)
 
     def body(a: ir.Value, b: ir.Value, acc: ir.Value) -> list[ir.Value]:
-        if oe.is_complex:
-            a, b = convert_scalar(rw, a, le, oe), convert_scalar(rw, b, re_, oe)
+        if ce.is_complex:
+            a, b = convert_scalar(rw, a, le, ce), convert_scalar(rw, b, re_, ce)
             return [complex_add(acc, complex_mul(a, b))]
         if oe.is_float:
             a = convert_scalar(rw, a, le, acc_et) if le != acc_et else a
@@ -90,7 +92,11 @@ def dot(rw: Rewriter) -> list[ir.Value]:
                      output_map=out_map)[0]
     if oe.hlo in ("f32", "f64") and le == oe and re_ == oe and nlf == nrf == nc == 1:
         _schedule(out.owner, [*_sizes(lshape, lb), lshape[lfree[0]], rshape[rfree[0]], lshape[lc[0]]], oe.bits)
-    if oe.hlo in NARROW_FLOATS:
+    if mixed:
+        ident = ir.AffineMap.get_identity(len(shape))
+        out = rw.generic([out], [ident], shape, [element_mlir_type(oe)],
+                         lambda x, _o: [convert_scalar(rw, x, ce, oe)])[0]
+    elif oe.hlo in NARROW_FLOATS:
         ident = ir.AffineMap.get_identity(len(shape))
         out = rw.generic([out], [ident], shape, [element_mlir_type(oe)],
                          lambda x, _o: [arith.truncf(element_mlir_type(oe), x)])[0]

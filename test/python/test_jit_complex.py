@@ -105,12 +105,17 @@ def test_dot_special_values(ty: str) -> None:
         check(dot_text(ty, ty, ty, (8, 1), (1, 4), (8, 4), DOTS[0][3]), a, b, xla_tol=1e-30)
 
 
-def test_dot_complex_operands_real_result_is_rejected() -> None:
-    """XLA gives the real part of the complex dot; the interpreter converts the operands to the result
-    type first (dropping their imaginary parts). Until they agree the JIT does not lower it."""
-    text = dot_text("c64", "c64", "f32", (3, 5), (5, 4), (3, 4), DOTS[0][3])
-    with pytest.raises(hlo_mlir.diagnostics.HloError, match="'dot' with complex operands and result type f32"):
-        hlo_mlir.load(text).run(rand("c64", 3, 5), rand("c64", 5, 4), backend="jit")
+@pytest.mark.parametrize("lt,rt,ot", [("c64", "c64", "f32"), ("c64", "f32", "f32"), ("c128", "c128", "f64"),
+                                      ("c64", "f32", "bf16"), ("c64", "c64", "s32")])
+def test_dot_complex_operands_real_result(lt: str, rt: str, ot: str) -> None:
+    """XLA sums the complex products and keeps the real part (truncated for an integer result)."""
+    tol = 1e-2 if ot == "bf16" else 1e-5
+    a = rand(lt, 3, 5) if lt[0] == "c" else RNG.uniform(-2, 2, (3, 5)).astype(np.float32)
+    b = rand(rt, 5, 4) if rt[0] == "c" else RNG.uniform(-2, 2, (5, 4)).astype(np.float32)
+    if ot == "s32":
+        a, b = ((x * 8).round().astype(x.dtype) for x in (a, b))
+    check(dot_text(lt, rt, ot, (3, 5), (5, 4), (3, 4), DOTS[0][3]), a, b, tol=0 if ot == "s32" else tol,
+          xla_tol=0 if ot == "s32" else tol)
 
 
 # --- reduce ---------------------------------------------------------------------------------------
