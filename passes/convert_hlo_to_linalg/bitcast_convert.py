@@ -5,10 +5,11 @@ Every element type goes through its bit pattern as an integer of exactly its wid
 container, c64 as its real part's bits with the imaginary part's above them (memory order).
 Between widths the result gains or loses a minor dimension of size ratio, pieces ordered from the
 least significant up (the bytes of a little-endian machine, as XLA CPU lays them out):
-  * narrower: one linalg.generic over the result; the operand is read without the new dimension and
-    piece j (`linalg.index` of that dimension) is the operand's bits shifted right by j*width;
-  * wider: one linalg.generic over the result reading the operand once per piece, through constant
-    maps `(d...) -> (d..., j)`, and OR-ing piece j shifted left by j*width.
+  * narrower (`split_bits`): one linalg.generic over the result; the operand is read without the new
+    dimension and piece j (`linalg.index` of that dimension) is the operand's bits shifted right by j*width;
+  * wider (`join_bits`): one linalg.generic over the result reading the operand once per piece, through
+    constant maps `(d...) -> (d..., j)`, and OR-ing piece j shifted left by j*width.
+The plain `bitcast` between widths uses the same two on its elements in physical order.
 pred counts as one bit, as in the shape rule and the interpreter (XLA takes pred as a byte).
 """
 
@@ -52,31 +53,30 @@ def from_bits(rw: Rewriter, u: ir.Value, et: ElementType) -> ir.Value:
     return arith.bitcast(t, u)
 
 
-@rule("bitcast-convert", wraps_sub_byte=True)
-def bitcast_convert(rw: Rewriter) -> list[ir.Value]:
-    src, dst = rw.operand_element(0), rw.result_element()
-    require_elements(rw, src, dst)
-    x = rw.operand(0)
-    if src == dst:
-        return [x]
-    dt = element_mlir_type(dst)
-    if src.bits == dst.bits:
-        return [rw.map([x], dt, lambda a: from_bits(rw, to_bits(rw, a, src), dst))]
-    shape = rw.result_shape()
+def split_bits(rw: Rewriter, x: ir.Value, src: ElementType, dst: ElementType) -> ir.Value:
+    """x[...] (of `src`) -> out[..., j] = piece j of its bits (of `dst`, src.bits // dst.bits pieces, the
+    least significant first): one generic over the result, reading x without the new dimension."""
+    shape = [*ir.RankedTensorType(x.type).shape, src.bits // dst.bits]
     rank = len(shape)
-    dims = [ir.AffineDimExpr.get(d) for d in range(rank)]
-    if src.bits > dst.bits:  # out[..., j] = piece j of x[...]
-        it = ir.IntegerType.get_signless(src.bits)
-        piece = ir.IntegerType.get_signless(dst.bits)
+    it = ir.IntegerType.get_signless(src.bits)
+    piece = ir.IntegerType.get_signless(dst.bits)
 
-        def split(a: ir.Value, _o: ir.Value) -> list[ir.Value]:
-            j = arith.index_cast(it, rw.index(rank - 1))
-            shift = arith.muli(j, rw.constant(it, dst.bits))
-            return [from_bits(rw, arith.trunci(piece, arith.shrui(to_bits(rw, a, src), shift)), dst)]
+    def split(a: ir.Value, _o: ir.Value) -> list[ir.Value]:
+        shift = arith.muli(arith.index_cast(it, rw.index(rank - 1)), rw.constant(it, dst.bits))
+        return [from_bits(rw, arith.trunci(piece, arith.shrui(to_bits(rw, a, src), shift)), dst)]
 
-        return rw.generic([x], [ir.AffineMap.get(rank, 0, dims[:-1])], shape, [dt], split)
-    ratio = dst.bits // src.bits  # out[...] = OR over j of x[..., j] << j*width
+    dims = [ir.AffineDimExpr.get(d) for d in range(rank - 1)]
+    return rw.generic([x], [ir.AffineMap.get(rank, 0, dims)], shape, [element_mlir_type(dst)], split)[0]
+
+
+def join_bits(rw: Rewriter, x: ir.Value, src: ElementType, dst: ElementType) -> ir.Value:
+    """x[..., j] (of `src`, the last dimension of size dst.bits // src.bits) -> out[...] = OR over j of
+    piece j shifted left by j * src.bits: one generic over the result, reading x once per piece."""
+    shape = list(ir.RankedTensorType(x.type).shape)[:-1]
+    rank = len(shape)
+    ratio = dst.bits // src.bits
     it = ir.IntegerType.get_signless(dst.bits)
+    dims = [ir.AffineDimExpr.get(d) for d in range(rank)]
     maps = [ir.AffineMap.get(rank, 0, [*dims, ir.AffineConstantExpr.get(j)]) for j in range(ratio)]
 
     def join(*a: ir.Value) -> list[ir.Value]:
@@ -86,4 +86,16 @@ def bitcast_convert(rw: Rewriter) -> list[ir.Value]:
             acc = arith.ori(acc, arith.shli(piece, rw.constant(it, j * src.bits)))
         return [from_bits(rw, acc, dst)]
 
-    return rw.generic([x] * ratio, maps, shape, [dt], join)
+    return rw.generic([x] * ratio, maps, shape, [element_mlir_type(dst)], join)[0]
+
+
+@rule("bitcast-convert", wraps_sub_byte=True)
+def bitcast_convert(rw: Rewriter) -> list[ir.Value]:
+    src, dst = rw.operand_element(0), rw.result_element()
+    require_elements(rw, src, dst)
+    x = rw.operand(0)
+    if src == dst:
+        return [x]
+    if src.bits == dst.bits:
+        return [rw.map([x], element_mlir_type(dst), lambda a: from_bits(rw, to_bits(rw, a, src), dst))]
+    return [split_bits(rw, x, src, dst) if src.bits > dst.bits else join_bits(rw, x, src, dst)]

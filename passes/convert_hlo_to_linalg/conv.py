@@ -7,8 +7,11 @@ becomes `(K..., Cg, G, Og)` with window reversal applied. Then `scf.for` loops w
 positions; each adds `input[strided slice at k * rhs_dilation] x kernel[k]` into the accumulator with
 a contraction whose maps are projected permutations, which the matmul schedule can tile and
 vectorize. A last generic moves the result to the output layout (and rounds narrow floats once).
-Operands convert to the result type first, integers wrap, pred is OR of ANDs — the interpreter's
-semantics.
+Operands convert to the result type first, integers wrap, pred is OR of ANDs, complex results
+accumulate `acc + a*b` with the textbook product (`elementwise.complex_mul`) — the interpreter's
+semantics. Complex operands with a real result are rejected: XLA keeps the real part of the complex
+sum (as dot now does in the interpreter and here), the interpreter's convolution drops the operands'
+imaginary parts first.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from mlir.dialects import arith, scf, tensor
 
 from hlo_mlir.attr_types import ConvDims, Window
 from hlo_mlir.passes.convert_hlo_to_linalg.core import NARROW_FLOATS, Rewriter, element_mlir_type, rule
-from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import convert_scalar
+from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import complex_add, complex_mul, convert_scalar
 from hlo_mlir.passes.linalg_schedules import first_divisor, mark
 from hlo_mlir.types import ElementType
 
@@ -128,6 +131,8 @@ class _Conv:
     def step(self, a: ir.Value, b: ir.Value, acc: ir.Value) -> ir.Value:
         if self.oe.is_pred:
             return arith.ori(acc, arith.andi(a, b))
+        if self.oe.is_complex:
+            return complex_add(acc, complex_mul(a, b))
         if self.oe.is_float:
             return arith.addf(acc, arith.mulf(a, b))
         return arith.addi(acc, arith.muli(a, b))
@@ -226,8 +231,8 @@ class _Conv:
 @rule("convolution")
 def convolution(rw: Rewriter) -> list[ir.Value]:
     le, ke, oe = rw.operand_element(0), rw.operand_element(1), rw.result_element()
-    if le.is_complex or ke.is_complex or oe.is_complex:
-        raise rw.unsupported("complex operands")
+    if not oe.is_complex and (le.is_complex or ke.is_complex):
+        raise rw.unsupported(f"complex operands and result type {oe.hlo}")
     rw.require_floats(le, ke, oe)
     conv = _Conv(rw)
     if conv.win.rank != conv.nsp:

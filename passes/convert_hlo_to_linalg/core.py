@@ -7,6 +7,7 @@ from typing import Callable, Sequence
 
 from mlir import ir
 from mlir.dialects import arith, func, linalg, tensor
+from mlir.dialects import complex as cplx
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.dialects import from_mlir_type, opcode_of
@@ -154,7 +155,8 @@ def _erase_unused_wrappers(ip: ir.InsertionPoint, start: int) -> None:
     """Drop the unused 0-d `tensor.from_elements` and constants scalar-mode inlining left since `start`."""
     ops = [o.operation for o in ip.block.operations][start : _count_before(ip)]
     for op in reversed(ops):
-        if op.name in ("tensor.from_elements", "arith.constant") and not any(True for r in op.results for _ in r.uses):
+        unused = not any(True for r in op.results for _ in r.uses)
+        if op.name in ("tensor.from_elements", "arith.constant", "complex.constant") and unused:
             op.erase()
 
 
@@ -398,8 +400,14 @@ class Rewriter:
         """Inside a generic body: the current iteration index of loop `dim` (as `index`)."""
         return linalg.IndexOp(dim).result
 
-    def constant(self, t: ir.Type, value: int | float | bool) -> ir.Value:
-        """A scalar arith.constant (signless ints: give the value's bit pattern or a signed value)."""
+    def constant(self, t: ir.Type, value: int | float | bool | complex) -> ir.Value:
+        """A scalar arith.constant (signless ints: give the value's bit pattern or a signed value), or a
+        complex.constant for a complex type (scalar-mode `generic` makes placeholder outputs with it)."""
+        if isinstance(t, ir.ComplexType):
+            part = ir.ComplexType(t).element_type
+            z = complex(value)
+            return cplx.ConstantOp(t, ir.ArrayAttr.get([ir.FloatAttr.get(part, z.real),
+                                                        ir.FloatAttr.get(part, z.imag)])).result
         if isinstance(t, ir.IntegerType):
             width = ir.IntegerType(t).width
             v = int(value)

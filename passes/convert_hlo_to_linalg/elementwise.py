@@ -3,16 +3,18 @@
 Complex values are `complex<fN>` scalars. add/subtract/negate/multiply/divide/sign/logistic, compare and
 the parts are explicit real arithmetic written the way NumPy (the interpreter) computes them (multiply
 is the textbook formula, each part rounded: NumPy fuses a multiply-add there on FMA machines, so the
-last bit can differ; divide is Smith's algorithm); the transcendental functions use the `complex`
-dialect (lowered by convert-complex-to-standard). `complex_zero`/`complex_add`/`complex_mul` also
-serve dot's multiply-accumulate and select-and-scatter.
+last bit can differ; divide is Smith's algorithm); sqrt, sinh/cosh and the inverse trigonometric and
+hyperbolic functions are written out in `complex_math` (C's csqrt, Kahan's formulas), the other ones use the
+`complex` dialect (lowered by convert-complex-to-standard). `complex_zero`/`complex_add`/`complex_mul`
+also serve dot's and convolution's multiply-accumulate and select-and-scatter. mulhi is the high half
+of `arith.mulsi_extended`/`mului_extended`.
 Every op here is one all-parallel `linalg.generic` (`_emap`) whose operand maps are the indexing
 analysis' (`hlo_mlir.analysis.linalg.generic_maps`): the identity, or the constant map `(d...) -> ()`
 for select's scalar predicate and clamp's scalar bounds. Only when the analysis gives None (it cannot
 read a sub-byte integer literal operand) are those maps built here from the operand ranks.
 
-f8 values (all formats in `F8_FORMATS`) decode to f32 exactly, compute there, and round back once
-(`_f8_encode`, ml_dtypes' and XLA's rounding). Sub-byte integers compute in their i8 container and
+f8 values (all formats in `f8.F8_FORMATS`) decode to f32 exactly, compute there, and round back once
+(`f8.f8_encode`, ml_dtypes' and XLA's rounding). Sub-byte integers compute in their i8 container and
 `wrap` back to their width.
 """
 
@@ -20,14 +22,16 @@ from __future__ import annotations
 
 from typing import Callable
 
-import numpy as np
 from mlir import ir
-from mlir.dialects import arith, math, tensor
+from mlir.dialects import arith, math
 from mlir.dialects import complex as cplx
 
 from hlo_mlir.analysis.linalg import GenericMaps, generic_maps
+from hlo_mlir.passes.convert_hlo_to_linalg.complex_math import (cacos, cacosh, casin, casinh, catan, catanh, ccosh,
+                                                                csinh, csqrt)
 from hlo_mlir.passes.convert_hlo_to_linalg.core import (NARROW_FLOATS, Rewriter, element_mlir_type, is_sub_byte,
-                                                        pred_load, pred_store, rule, scalar_of, wrap_sub_byte)
+                                                        pred_load, pred_store, rule, wrap_sub_byte)
+from hlo_mlir.passes.convert_hlo_to_linalg.f8 import F8_FORMATS, f8_decode, f8_encode
 from hlo_mlir.types import BY_HLO, ArrayType, ElementType
 
 F32 = lambda: ir.F32Type.get()  # noqa: E731
@@ -72,23 +76,8 @@ def _emap(rw: Rewriter, out: ir.Type, body: Callable[..., ir.Value]) -> ir.Value
     the constant map for select's scalar predicate and clamp's scalar bounds); sub-byte results wrap."""
     xs = rw.operands()
     et = rw.result_element()
-    if rw.scalar and not rw.result_shape():
-        # Inlined as scalar code (a reducer's body): emit `body` bare. (`rw.generic` would make a
-        # placeholder output scalar first, which `rw.constant` cannot for complex types.)
-        y = wrap(rw, body(*[scalar_of(x) for x in xs]), et)
-        return tensor.FromElementsOp(ir.RankedTensorType.get([], y.type), [y]).result
     maps = indexing_maps(rw) or [_scalar_map(rw, i) for i in range(len(xs))]
     return rw.generic(xs, maps, rw.result_shape(), [out], lambda *a: [wrap(rw, body(*a[: len(xs)]), et)])[0]
-
-
-# --- f8 -----------------------------------------------------------------------------------------
-# (exponent bits, mantissa bits, bias, kind): "ieee" has inf and NaNs (exponent all ones), "fn" has no
-# inf and one NaN (S.1..1.1..1), "fnuz" has no inf, no -0, and its NaN is 0x80.
-F8_FORMATS: dict[str, tuple[int, int, int, str]] = {
-    "f8e5m2": (5, 2, 15, "ieee"), "f8e4m3": (4, 3, 7, "ieee"), "f8e3m4": (3, 4, 3, "ieee"),
-    "f8e4m3fn": (4, 3, 7, "fn"), "f8e4m3fnuz": (4, 3, 8, "fnuz"), "f8e5m2fnuz": (5, 2, 16, "fnuz"),
-    "f8e4m3b11fnuz": (4, 3, 11, "fnuz"),
-}
 
 
 def require_elements(rw: Rewriter, *elements: ElementType) -> None:
@@ -96,67 +85,16 @@ def require_elements(rw: Rewriter, *elements: ElementType) -> None:
     rw.require_floats(*[e for e in elements if e.hlo not in F8_FORMATS])
 
 
-def _f8_decode(rw: Rewriter, x: ir.Value, et: ElementType) -> ir.Value:
-    """f8 -> f32, exactly: a 256-entry table of the format's values (from ml_dtypes) indexed by the bits."""
-    codes = np.arange(256, dtype=np.uint8).view(et.dtype).astype(np.float32)
-    t = ir.RankedTensorType.get([256], F32())
-    table = arith.ConstantOp(t, ir.DenseElementsAttr.get(codes, type=F32())).result
-    bits = arith.bitcast(ir.IntegerType.get_signless(8), x)
-    idx = arith.index_cast(ir.IndexType.get(), arith.extui(ir.IntegerType.get_signless(32), bits))
-    return tensor.ExtractOp(table, [idx]).result
-
-
-def _f8_encode(rw: Rewriter, x: ir.Value, et: ElementType) -> ir.Value:
-    """f32/f64 -> f8 rounding to nearest even, as ml_dtypes and XLA do: no saturation (overflow gives
-    inf, or NaN for formats without inf), NaN keeps its sign except in fnuz formats, whose -0 is +0."""
-    e_bits, m_bits, bias, kind = F8_FORMATS[et.hlo]
-    width = ir.FloatType(x.type).width
-    frac, src_bias = (23, 127) if width == 32 else (52, 1023)
-    it = ir.IntegerType.get_signless(width)
-    i8 = ir.IntegerType.get_signless(8)
-    c = lambda v: rw.constant(it, v)  # noqa: E731
-    raw = arith.bitcast(it, x)
-    sign = arith.trunci(i8, arith.shrui(raw, c(width - 1)))
-    sign = arith.shli(sign, rw.constant(i8, 7))
-    a = math.absf(x)
-    bits = arith.bitcast(it, a)
-    # normal range: round the mantissa to m_bits (a carry moves into the exponent), rebias.
-    shift = frac - m_bits
-    odd = arith.andi(arith.shrui(bits, c(shift)), c(1))
-    rounded = arith.shrui(arith.addi(arith.addi(bits, c((1 << (shift - 1)) - 1)), odd), c(shift))
-    normal = arith.subi(rounded, c((src_bias - bias) << m_bits))
-    # subnormal range: count in units of the smallest subnormal.
-    scaled = math.roundeven(arith.mulf(a, arith.constant(x.type, float(2.0 ** (bias - 1 + m_bits)))))
-    sub = arith.fptoui(it, scaled)
-    tiny = arith.cmpf(arith.CmpFPredicate.OLT, a, arith.constant(x.type, float(2.0 ** (1 - bias))))
-    code = arith.select(tiny, sub, normal)
-    all_ones = (1 << (e_bits + m_bits)) - 1
-    max_code = {"ieee": ((1 << e_bits) - 1 << m_bits) - 1, "fn": all_ones - 1, "fnuz": all_ones}[kind]
-    over = arith.cmpi(arith.CmpIPredicate.sgt, code, c(max_code))
-    nan = arith.cmpf(arith.CmpFPredicate.UNO, x, x)
-    code8 = arith.ori(arith.trunci(i8, arith.select(over, c(0), code)), sign)
-    if kind == "fnuz":
-        nan_v = ovf_v = rw.constant(i8, 0x80)
-        minus_zero = arith.cmpi(arith.CmpIPredicate.eq, code8, rw.constant(i8, 0x80))
-        code8 = arith.select(minus_zero, rw.constant(i8, 0), code8)
-    else:
-        quiet = ((1 << e_bits) - 1 << m_bits) | (1 << (m_bits - 1)) if kind == "ieee" else all_ones
-        nan_v = arith.ori(rw.constant(i8, quiet), sign)
-        ovf_v = arith.ori(rw.constant(i8, ((1 << e_bits) - 1 << m_bits) if kind == "ieee" else all_ones), sign)
-    out = arith.select(nan, nan_v, arith.select(over, ovf_v, code8))
-    return arith.bitcast(element_mlir_type(et), out)
-
-
 def _work(rw: Rewriter, x: ir.Value, et: ElementType) -> ir.Value:
     """f16/bf16/f8 compute in f32 (then `_narrow` rounds back to nearest even), as XLA's CPU backend does."""
     if et.hlo in F8_FORMATS:
-        return _f8_decode(rw, x, et)
+        return f8_decode(x, et)
     return arith.extf(F32(), x) if et.hlo in NARROW_FLOATS else x
 
 
 def _narrow(rw: Rewriter, x: ir.Value, et: ElementType) -> ir.Value:
     if et.hlo in F8_FORMATS:
-        return _f8_encode(rw, x, et)
+        return f8_encode(rw, x, et)
     return arith.truncf(element_mlir_type(et), x) if et.hlo in NARROW_FLOATS else x
 
 
@@ -291,8 +229,10 @@ def _clogistic(x: ir.Value) -> ir.Value:
 _COMPLEX_UNARY: dict[str, Callable[[ir.Value], ir.Value]] = {
     "negate": lambda x: _make(x.type, *(arith.negf(p) for p in _parts(x))),
     "abs": cplx.abs, "sign": _csign, "exponential": cplx.exp, "exponential-minus-one": cplx.expm1,
-    "log": cplx.log, "log-plus-one": cplx.log1p, "sqrt": cplx.sqrt, "rsqrt": cplx.rsqrt,
+    "log": cplx.log, "log-plus-one": cplx.log1p, "sqrt": csqrt, "rsqrt": cplx.rsqrt,
     "sine": cplx.sin, "cosine": cplx.cos, "tan": cplx.tan, "tanh": cplx.tanh, "logistic": _clogistic,
+    "sinh": csinh, "cosh": ccosh, "asin": casin, "acos": cacos, "atan": catan, "asinh": casinh, "acosh": cacosh,
+    "atanh": catanh,
 }
 
 
@@ -321,8 +261,17 @@ _FLOAT_BINARY: dict[str, Callable[..., ir.Value]] = {
 }
 
 
+def _mulhi(rw: Rewriter, a: ir.Value, b: ir.Value, et: ElementType) -> ir.Value:
+    """The high `bits` bits of the 2*`bits`-bit product. Sub-byte values' product fits their i8
+    container (|s4 x s4| <= 64, u4 x u4 <= 225): shift it right by `bits` (then `wrap`)."""
+    if is_sub_byte(et):
+        shift = arith.shrsi if et.is_signed_int else arith.shrui
+        return shift(arith.muli(a, b), rw.constant(a.type, et.bits))
+    return (arith.mulsi_extended if et.is_signed_int else arith.mului_extended)(a, b)[1]
+
+
 @rule("add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "and", "or", "xor",
-      "shift-left", "shift-right-logical", "shift-right-arithmetic", "power", "atan2", wraps_sub_byte=True)
+      "shift-left", "shift-right-logical", "shift-right-arithmetic", "power", "atan2", "mulhi", wraps_sub_byte=True)
 def binary(rw: Rewriter) -> list[ir.Value]:
     et = rw.operand_element(0)
     name = rw.opcode
@@ -345,7 +294,7 @@ def binary(rw: Rewriter) -> list[ir.Value]:
         "shift-left": lambda a, b: _shift(rw, a, b, et, "left"),
         "shift-right-logical": lambda a, b: _shift(rw, a, b, et, "logical"),
         "shift-right-arithmetic": lambda a, b: _shift(rw, a, b, et, "arithmetic"),
-        "power": lambda a, b: _int_pow(rw, a, b),
+        "power": lambda a, b: _int_pow(rw, a, b), "mulhi": lambda a, b: _mulhi(rw, a, b, et),
     }
     if name not in fns:
         raise rw.unsupported(f"element type {et.hlo}")
@@ -375,6 +324,8 @@ _FLOAT_UNARY: dict[str, Callable[[ir.Value], ir.Value]] = {
     "sine": math.sin, "cosine": math.cos, "tan": math.tan, "tanh": math.tanh, "logistic": _logistic,
     "floor": math.floor, "ceil": math.ceil, "round-nearest-afz": math.round,
     "round-nearest-even": math.roundeven, "sign": _float_sign, "erf": math.erf,
+    "sinh": math.sinh, "cosh": math.cosh, "asin": math.asin, "acos": math.acos, "atan": math.atan,
+    "asinh": math.asinh, "acosh": math.acosh, "atanh": math.atanh,
 }
 
 
@@ -510,7 +461,7 @@ def convert_scalar(rw: Rewriter, x: ir.Value, src: ElementType, dst: ElementType
     if src.is_float and dst.is_float and (src.hlo in F8_FORMATS or dst.hlo in F8_FORMATS):
         v = _work(rw, x, src)  # exact
         if dst.hlo in F8_FORMATS:
-            return _f8_encode(rw, v, dst)
+            return f8_encode(rw, v, dst)
         if dt == v.type:
             return v
         return arith.extf(dt, v) if ir.FloatType(dt).width > ir.FloatType(v.type).width else arith.truncf(dt, v)
@@ -536,7 +487,7 @@ def convert_scalar(rw: Rewriter, x: ir.Value, src: ElementType, dst: ElementType
     if dst.is_float:
         if dst.hlo in F8_FORMATS:  # f64 holds every integer that does not overflow f8 exactly
             f64 = ir.F64Type.get()
-            return _f8_encode(rw, arith.sitofp(f64, x) if signed else arith.uitofp(f64, x), dst)
+            return f8_encode(rw, arith.sitofp(f64, x) if signed else arith.uitofp(f64, x), dst)
         if dst.hlo in NARROW_FLOATS and src.bits > 16:
             # int -> f32 -> bf16 would round twice; go through f64 (exact for <= 53-bit ints).
             wide = arith.sitofp(ir.F64Type.get(), x) if signed else arith.uitofp(ir.F64Type.get(), x)

@@ -8,7 +8,8 @@ the batch position for batching dimensions, or 0.
 * scatter walks the updates in (scatter index, window index) row-major order with `scf.for` loops over
   a tensor carried in iter_args — the order the interpreter applies them in, so duplicate indices
   combine in the same order — and skips every update whose whole window does not fit the operand.
-  The update computation is inlined as scalar code; variadic scatter carries all operands.
+  The update computation is inlined as scalar code (complex ones too: the elementwise rules emit
+  `complex<fN>` scalar code, constants included); variadic scatter carries all operands.
 """
 
 from __future__ import annotations
@@ -90,10 +91,7 @@ def scatter(rw: Rewriter) -> list[ir.Value]:
     n = (rw.num_operands - 1) // 2
     outs = [rw.operand(i) for i in range(n)]
     upds = [rw.operand(n + 1 + i) for i in range(n)]
-    for i in range(n):
-        rw.require_floats(rw.operand_element(i))
-        if rw.operand_element(i).is_complex:
-            raise rw.unsupported("complex operands")
+    rw.require_floats(*[rw.operand_element(i) for i in range(n)])
     a = rw.attrs
     dims = list(ir.RankedTensorType(outs[0].type).shape)
     udims = list(ir.RankedTensorType(upds[0].type).shape)

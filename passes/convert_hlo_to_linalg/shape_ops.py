@@ -6,18 +6,21 @@ reading the operand through the map the indexing analysis gives
 (`hlo_mlir.analysis.linalg.generic_maps`); the map built here from the attributes is only the fallback
 for when the analysis gives None. iota is an operand-less generic over the result (identity output
 map). reshape and bitcast are views (`tensor.collapse_shape`/`expand_shape`, plus transposes for a
-bitcast whose layouts are not the default), with no map. concatenate and pad have partial or strided
+bitcast whose layouts are not the default, and one elementwise generic reinterpreting the bits for a
+bitcast to another element type), with no map. concatenate and pad have partial or strided
 domains the analysis rejects: generics reading the operands with `tensor.extract`.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 from mlir import ir
 from mlir.dialects import arith, tensor
 from mlir.dialects import complex as complex_dialect
 
+from hlo_mlir.passes.convert_hlo_to_linalg.bitcast_convert import from_bits, join_bits, split_bits, to_bits
 from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, element_mlir_type, rule
 from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import analysis_maps, convert_scalar, require_elements, wrap
 from hlo_mlir.types import ElementType
@@ -48,12 +51,16 @@ def constant(rw: Rewriter) -> list[ir.Value]:
 
 def _complex_constant(rw: Rewriter, attr: ir.Attribute, rt: ir.RankedTensorType) -> ir.Value:
     """The literal is stored as its parts along a trailing dim of 2 (complex dense attributes cannot be
-    read through the bindings): a generic reads part 0 and part 1 of each element."""
+    read through the bindings): a generic reads part 0 and part 1 of each element. A scalar is one
+    complex.constant, which also serves inside a computation inlined as scalar code."""
     part = ir.ComplexType(rt.element_type).element_type
     parts_t = ir.RankedTensorType.get([*rt.shape, 2], part)
     if attr.type != parts_t:
         body = str(attr)
         attr = ir.Attribute.parse(f"{body[: body.rfind(':')]}: {parts_t}")
+    if not rt.shape:
+        re, im = ir.DenseFPElementsAttr(attr)
+        return tensor.FromElementsOp(rt, [rw.constant(rt.element_type, complex(re, im))]).result
     parts = arith.ConstantOp(parts_t, attr).result
     rank = rt.rank
     dims = [ir.AffineDimExpr.get(d) for d in range(rank)]
@@ -189,21 +196,35 @@ def _shape_attr(v: ir.Value) -> ir.Attribute | None:
 @rule("bitcast", wraps_sub_byte=True)
 def bitcast(rw: Rewriter) -> list[ir.Value]:
     """Reinterpret the operand's buffer: its elements in physical (layout) order, laid out again under
-    the result's layout. A transpose into physical order, a row-major reshape, a transpose back."""
+    the result's layout. A transpose into physical order, a row-major reshape, a transpose back. A new
+    element type reinterprets each element's bits (`bitcast_convert.to_bits`/`from_bits`); between
+    widths the interpreter's NumPy view of the same bytes (little-endian) is one split of each element
+    of the flattened physical order into pieces, or one join of pieces (`split_bits`/`join_bits`)."""
     x = rw.operand(0)
     src, dst = rw.operand_element(0), rw.result_element()
-    if src.bits != dst.bits or src.is_complex != dst.is_complex or src.is_pred != dst.is_pred:
-        raise rw.unsupported(f"element types {src.hlo} -> {dst.hlo} of different widths")
     require_elements(rw, src, dst)
+    if src.is_pred != dst.is_pred or (src.bits != dst.bits and min(src.bits, dst.bits) < 8):
+        raise rw.unsupported(f"element types {src.hlo} -> {dst.hlo} (pred and sub-byte integers fill a byte "
+                             "each but hold fewer bits)")
     out_shape = rw.result_shape()
     in_order = _major_to_minor(_shape_attr(rw.op.operands[0]), len(_dims(x)))
     out_order = _major_to_minor(rw.op.attributes["hlo.shape"] if "hlo.shape" in rw.op.attributes else None,
                                 len(out_shape))
-    physical = _reshape_to(_permute(rw, x, in_order), [out_shape[d] for d in out_order])
-    dt = element_mlir_type(dst)
-    if src != dst:
-        physical = rw.generic([physical], [ir.AffineMap.get_identity(len(out_shape))], _dims(physical), [dt],
-                              lambda a, _o: [arith.bitcast(dt, a)])[0]
+    physical_shape = [out_shape[d] for d in out_order]
+    physical = _permute(rw, x, in_order)
+    if src.bits != dst.bits:
+        n_in, n_out = math.prod(_dims(x)), math.prod(out_shape)
+        if n_in * src.bits != n_out * dst.bits:
+            raise rw.error(f"bitcast from {rw.hlo_operand_type(0)} to {rw.hlo_result_type()} changes the size")
+        if src.bits > dst.bits:
+            physical = split_bits(rw, _reshape_to(physical, [n_in]), src, dst)
+        else:
+            physical = join_bits(rw, _reshape_to(physical, [n_out, dst.bits // src.bits]), src, dst)
+    physical = _reshape_to(physical, physical_shape)
+    if src != dst and src.bits == dst.bits:
+        rank = len(physical_shape)
+        physical = rw.generic([physical], [ir.AffineMap.get_identity(rank)], physical_shape, [element_mlir_type(dst)],
+                              lambda a, _o: [from_bits(rw, to_bits(rw, a, src), dst)])[0]
     back = [0] * len(out_order)
     for i, d in enumerate(out_order):
         back[d] = i

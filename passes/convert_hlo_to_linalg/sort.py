@@ -4,7 +4,9 @@ Pass p (width w = 2^p, statically unrolled: ceil(log2 n) passes) merges adjacent
 of every row from the previous pass's tensors into fresh ones (the buffers of pass p-2, which one-shot
 bufferization reuses in place). A merge takes the left element unless `less(right, left)` — the
 comparator inlined as scalar code with parameters (lhs0, rhs0, lhs1, rhs1, ...) — so equal keys keep
-their order: every sort is stable, which `is_stable=false` also allows. topk sorts (x, iota) by a
+their order: every sort is stable, which `is_stable=false` also allows. Complex operands are selected
+whole (`arith.select` on `complex<fN>`); their comparator orders them by real/imag parts, as jax's
+lexicographic one does (compare itself only has EQ/NE on complex). topk sorts (x, iota) by a
 built-in descending (or ascending) comparator — floats by total order, ties to the lower index —
 and keeps the first k; XLA's `TopK` custom call does the same with its comparator computation.
 """
@@ -87,17 +89,10 @@ def _comparator(rw: Rewriter, name: str) -> Less:
     return less
 
 
-def _check(rw: Rewriter, elements: Sequence[ElementType]) -> None:
-    for et in elements:
-        if et.is_complex:
-            raise rw.unsupported("complex operands")
-    rw.require_floats(*elements)
-
-
 @rule("sort")
 def sort(rw: Rewriter) -> list[ir.Value]:
     xs = rw.operands()
-    _check(rw, [rw.operand_element(i) for i in range(len(xs))])
+    rw.require_floats(*[rw.operand_element(i) for i in range(len(xs))])
     shape = list(ir.RankedTensorType(xs[0].type).shape)
     if any(list(ir.RankedTensorType(x.type).shape) != shape for x in xs):
         raise rw.error("sort operands must have the same shape")
@@ -146,7 +141,9 @@ def _topk_parts(rw: Rewriter) -> tuple[ir.Value, list[int], ir.Type]:
 def topk(rw: Rewriter) -> list[ir.Value]:
     x, shape, it = _topk_parts(rw)
     et = rw.operand_element(0)
-    _check(rw, [et])
+    if et.is_complex:  # no built-in order on complex numbers (the interpreter refuses them too)
+        raise rw.unsupported("complex operands")
+    rw.require_floats(et)
     k = int(rw.attrs["k"])
     if not 0 <= k <= shape[-1]:
         raise rw.error(f"k={k} does not fit operand shape {shape}")
@@ -160,7 +157,7 @@ def topk_custom_call(rw: Rewriter) -> list[ir.Value]:
     """XLA's `custom-call(x), custom_call_target="TopK", called_computations={cmp}`: the first k of a
     stable sort of (x, iota) along the last dim under `cmp` (k from the result shape)."""
     x, shape, it = _topk_parts(rw)
-    _check(rw, [rw.operand_element(0)])
+    rw.require_floats(rw.operand_element(0))
     comps = rw.attrs.get("called_computations") or (rw.attrs.get("to_apply"),)
     if not comps or comps[0] is None:
         raise rw.error("TopK custom-call has no comparator computation")

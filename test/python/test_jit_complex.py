@@ -16,9 +16,11 @@ from typing import Callable
 
 import numpy as np
 import pytest
+from jax import lax
 
 import hlo_mlir
 from hlo_mlir.oracle import run_xla, xla_available
+from interp_fakes import xla
 from xla_compare import assert_outputs
 
 RNG = np.random.default_rng(11)
@@ -26,6 +28,7 @@ DT = {"c64": np.complex64, "c128": np.complex128}
 # Complex edge values: infinite and NaN parts, signed zeros, huge parts whose product overflows.
 SPECIAL = np.array([complex(np.inf, 0), complex(0, -np.inf), complex(np.nan, 1), complex(1, np.nan),
                     complex(-0.0, -0.0), complex(-0.0, 0.0), 1e30 + 1e30j, complex(-np.inf, np.inf)], np.complex128)
+C_FINITE = np.array([1 + 2j, -3 + 0.5j, 0.25 - 1j, 2 - 1j, -0.5 - 0.5j, 0.1 + 3j, -2 - 0.1j, 1.5 + 0j])
 
 
 def check(text: str, *args: np.ndarray, tol: float = 0.0, xla_tol: float = 0.0, xla: bool = True,
@@ -193,6 +196,16 @@ def test_reduce_special_values(body: str, init: complex) -> None:
         assert_same_bits(got[0], fold(FOLDS[body], x, (1,), init))
 
 
+def test_reduce_with_a_complex_constant() -> None:
+    """A complex constant inside the reducer (scalar code: one complex.constant). a + b*k is not
+    associative: checked against the sequential fold, and XLA's, not the interpreter's tree."""
+    body = "k = {ty}[] constant((0.5, -1))\n  m = {ty}[] multiply(b, k)\n  ROOT r = {ty}[] add(a, m)"
+    x = rand("c64", 3, 4, 5)
+    got = check(reduce_text(body, "c64", (3, 4, 5), (1,), "(1, 2)"), x, xla_tol=1e-5, interp=False)
+    k = np.complex64(0.5 - 1j)
+    assert_same_bits(got[0], fold(lambda a, b: a + cmul(b, np.full_like(b, k)), x, (1,), 1 + 2j))
+
+
 def test_reduce_variadic_complex_and_index() -> None:
     """(value, index) of the complex element with the largest real part, first one on ties."""
     text = """HloModule m
@@ -280,3 +293,43 @@ ENTRY e {{
 """
     x = (RNG.permutation(36).reshape(6, 6) + 1j * RNG.uniform(-1, 1, (6, 6))).astype(np.complex64)
     check(text, x, rand("c64", 3, 3))
+
+
+# --- sqrt, sinh/cosh and the inverse trigonometric/hyperbolic functions -----------------------------
+
+# Both sides of every branch cut (the sign of a zero part picks it), large and small magnitudes.
+CUTS = np.array([complex(2, 0.0), complex(2, -0.0), complex(-2, 0.0), complex(-2, -0.0), complex(0.0, 2),
+                 complex(-0.0, 2), complex(0.0, -2), complex(-0.0, -2), complex(0.5, 0.0), complex(0.5, -0.0),
+                 complex(-0.0, 0.5), complex(0.0, 0.0), complex(-0.0, -0.0), complex(1, 0.0), complex(-1, -0.0)])
+FAR = np.array([1e10 + 1e10j, -1e10 + 3j, 3 - 1e10j, 1e30 + 1e30j, -20 + 1j, 20 - 3j, 1e-3 + 1e-3j, -0.7 + 1e-4j])
+INVERSE = {"asin": lax.asin, "acos": lax.acos, "atan": lax.atan, "asinh": lax.asinh, "acosh": lax.acosh,
+           "atanh": lax.atanh, "sinh": lax.sinh, "cosh": lax.cosh}
+
+
+def unary_text(op: str, ty: str, n: int) -> str:
+    return f"HloModule m\nENTRY e {{\n  a = {ty}[{n}] parameter(0)\n  ROOT r = {ty}[{n}] {op}(a)\n}}\n"
+
+
+@pytest.mark.parametrize("ty", ["c64", "c128"])
+@pytest.mark.parametrize("op", list(INVERSE))
+def test_inverse_trig_hyperbolic(op: str, ty: str) -> None:
+    """Kahan's formulas (sinh/cosh from the parts): the interpreter's C99 values within rounding, on the
+    side of each branch cut that the sign of a zero part picks. XLA takes no opcode of these from HLO
+    text; through jax.lax it agrees off the cuts (its decompositions ignore the sign of zero there)."""
+    tol = 2e-6 if ty == "c64" else 1e-14
+    far = FAR if op not in ("sinh", "cosh") else FAR[4:]  # sinh/cosh of 1e10 overflow
+    x = np.concatenate([C_FINITE, CUTS, far]).astype(DT[ty])
+    with np.errstate(all="ignore"):
+        check(unary_text(op, ty, x.size), x, tol=tol, xla=False)
+        off_cuts = np.concatenate([C_FINITE, far]).astype(DT[ty])
+        got = hlo_mlir.load(unary_text(op, ty, off_cuts.size)).run(off_cuts, backend="jit")
+    assert_outputs(got, [xla(INVERSE[op], off_cuts)], tol * 5)
+
+
+def test_sqrt_is_exact_where_the_root_is() -> None:
+    """C's csqrt, not the complex dialect's polar form (whose sqrt(-4) has real part -8.7e-8), bit for bit
+    the interpreter's here. (XLA ignores the sign of a zero imaginary part and flushes subnormals.)"""
+    x = np.array([-4 + 0j, complex(-4, -0.0), 4 + 0j, 2j, 3 + 4j, -3 + 4j, complex(-0.0, -0.0), 1e-45j, 3e38 + 3e38j],
+                 np.complex64)
+    got = check(unary_text("sqrt", "c64", x.size), x, xla=False)[0]
+    assert got[:6].tolist() == [2j, -2j, 2 + 0j, 1 + 1j, 2 + 1j, 1 + 2j]

@@ -33,6 +33,8 @@ def _data(shape_text: str, rng: np.random.Generator) -> np.ndarray:
         return rng.integers(-4, 5, dims).astype(np.float16)
     if et == "pred":
         return rng.integers(0, 2, dims).astype(bool)
+    if et in ("c64", "c128"):
+        return (rng.standard_normal(dims) + 1j * rng.standard_normal(dims)).astype(np.dtype(f"complex{et[1:]}"))
     return rng.integers(-100, 100, dims).astype({"s8": np.int8, "s32": np.int32, "u8": np.uint8}[et])
 
 
@@ -115,11 +117,51 @@ def test_vectorized_matmul_path(lhs: str, rhs: str, out: str, dims: str) -> None
     check(text, _data(lhs, rng), _data(rhs, rng), tol=1e-4)
 
 
-def test_complex_convolution_is_a_clean_error() -> None:
+COMPLEX_CASES = [
+    ("c64[2,5,6,3]", "c64[3,2,3,4]", "c64[2,5,3,4]",
+     "window={size=3x2 stride=1x2 pad=1_1x0_1}, dim_labels=b01f_01io->b01f"),
+    ("c128[2,3,7,6]", "c128[4,3,3,2]", "c128[2,4,7,5]", "window={size=3x2 pad=1_1x0_0}, dim_labels=bf01_oi01->bf01"),
+    ("c64[2,9,8,3]", "c64[3,2,3,4]", "c64[2,2,8,4]",
+     "window={size=3x2 stride=3x2 pad=1_-1x2_0 lhs_dilate=1x2 rhs_dilate=2x2 rhs_reversal=1x1}, "
+     "dim_labels=b01f_01io->b01f"),
+    ("c64[2,5,5,6]", "c64[3,3,2,6]", "c64[2,3,3,6]", "window={size=3x3}, dim_labels=b01f_01io->b01f, "
+     "feature_group_count=3"),
+    ("c128[4,5,5,3]", "c128[2,2,3,6]", "c128[2,4,4,6]", "window={size=2x2}, dim_labels=b01f_01io->b01f, "
+     "batch_group_count=2"),
+    ("f32[1,5,5,2]", "c64[3,3,2,2]", "c64[1,3,3,2]", "window={size=3x3}, dim_labels=b01f_01io->b01f"),
+    ("c64[1,4,4,2]", "c64[2,2,2,2]", "c128[1,3,3,2]", "window={size=2x2}, dim_labels=b01f_01io->b01f"),
+]
+
+
+@pytest.mark.parametrize("lhs,rhs,out,attrs", COMPLEX_CASES)
+def test_complex_convolution(lhs: str, rhs: str, out: str, attrs: str) -> None:
+    """`acc + a*b` with the textbook complex product in the result type; real operands convert to it
+    (imaginary part 0). Sums associate differently from the interpreter's matmul and XLA's."""
+    rng = np.random.default_rng(4)
+    check(conv_text(lhs, rhs, out, attrs), _data(lhs, rng), _data(rhs, rng), tol=1e-5 if "c64" in out else 1e-12)
+
+
+def test_complex_convolution_special_values() -> None:
+    """Single-term sums (1x1 window, one feature): inf/NaN parts land where the interpreter's do (the
+    tolerance equates NaN payloads and signed zeros). XLA's convolution makes every product with an
+    infinite part NaN + NaN i: not compared with it."""
+    x = np.array([complex(np.inf, 0), complex(0, -np.inf), complex(np.nan, 1), complex(-0.0, -0.0), 1 + 2j,
+                  1e30 + 1e30j], np.complex64).reshape(1, 6, 1, 1)
+    k = np.array([1 - 1j, -2 + 0.5j], np.complex64).reshape(1, 1, 1, 2)
+    with np.errstate(invalid="ignore", over="ignore"):
+        text = conv_text("c64[1,6,1,1]", "c64[1,1,1,2]", "c64[1,6,1,2]",
+                         "window={size=1x1}, dim_labels=b01f_01io->b01f")
+        check(text, x, k, tol=1e-30, xla=False)
+
+
+def test_complex_operands_real_result_is_a_clean_error() -> None:
+    """XLA keeps the real part of the complex sum, the interpreter's convolution drops the operands'
+    imaginary parts first (unlike its dot); until they agree the JIT does not lower it."""
     import hlo_mlir
     from hlo_mlir.diagnostics import HloError
 
-    text = conv_text("c64[1,3,3,1]", "c64[2,2,1,1]", "c64[1,2,2,1]", "window={size=2x2}, dim_labels=b01f_01io->b01f")
-    with pytest.raises(HloError, match=r"5:3: error: jit: 'convolution' with complex operands is not supported"):
+    text = conv_text("c64[1,3,3,1]", "c64[2,2,1,1]", "f32[1,2,2,1]", "window={size=2x2}, dim_labels=b01f_01io->b01f")
+    with pytest.raises(HloError, match=r"5:3: error: jit: 'convolution' with complex operands and result type f32 "
+                                       r"is not supported"):
         hlo_mlir.load(text).run(np.ones((1, 3, 3, 1), np.complex64), np.ones((2, 2, 1, 1), np.complex64),
                                 backend="jit")

@@ -5,9 +5,11 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from jax import lax
 
 import hlo_mlir
 from hlo_mlir.oracle import run_xla, xla_available
+from interp_fakes import xla
 from jit_helpers import check
 from xla_compare import assert_outputs
 
@@ -480,3 +482,60 @@ ENTRY e {
     b = np.array([[7, 1], [7, 2], [7, 3]], ml_dtypes.int4)
     got = check(text, a, b)
     assert got[1].tolist() == [[False, True], [False, True]]
+
+
+# --- trigonometric/hyperbolic functions and mulhi ------------------------------------------------------
+
+TRIG = {"sinh": lax.sinh, "cosh": lax.cosh, "asin": lax.asin, "acos": lax.acos, "atan": lax.atan,
+        "asinh": lax.asinh, "acosh": lax.acosh, "atanh": lax.atanh}
+TRIG_X = np.array([0.0, -0.0, 0.5, -0.5, 0.999, -1.0, 1.0, 2.5, -20.0, 1e-3, np.nan, np.inf, -np.inf, 100.0,
+                   3.0, -0.25])
+FLOATS = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
+
+
+@pytest.mark.parametrize("op", list(TRIG))
+@pytest.mark.parametrize("ty,tol,xla_tol", [("f32", 2e-7, 1e-6), ("f64", 1e-15, 1e-14), ("f16", 1e-30, 1e-3),
+                                            ("bf16", 1e-30, 1e-2)])
+def test_trig_hyperbolic(op: str, ty: str, tol: float, xla_tol: float) -> None:
+    """libm through the math dialect; f16/bf16 through f32, equal to the interpreter but for NaN signs
+    (NumPy's own f32/f64 kernels differ from libm's in the last bit). XLA answers UNIMPLEMENTED for these
+    opcodes in HLO text: compared with XLA through jax.lax, whose decompositions it runs."""
+    x = TRIG_X.astype(FLOATS[ty])
+    with np.errstate(all="ignore"):
+        got = check(unary(op, ty, n=16), x, tol=tol, xla=False)
+    assert_outputs(got, [xla(TRIG[op], x)], xla_tol)
+
+
+@pytest.mark.parametrize("op,cases", [
+    ("acos", [(-1.0, np.pi), (1.0, 0.0), (2.0, np.nan)]), ("asin", [(1.0, np.pi / 2), (-0.0, -0.0), (1.5, np.nan)]),
+    ("atan", [(np.inf, np.pi / 2), (-np.inf, -np.pi / 2), (-0.0, -0.0)]),
+    ("acosh", [(1.0, 0.0), (0.5, np.nan), (np.inf, np.inf)]), ("asinh", [(-np.inf, -np.inf), (-0.0, -0.0)]),
+    ("atanh", [(1.0, np.inf), (-1.0, -np.inf), (2.0, np.nan)]),
+    ("sinh", [(-0.0, -0.0), (-np.inf, -np.inf), (1000.0, np.inf)]), ("cosh", [(0.0, 1.0), (-1000.0, np.inf)]),
+])
+def test_trig_hyperbolic_exact_values(op: str, cases: list) -> None:
+    """The domain edges and limits, where the f64 result is exact."""
+    x, want = (np.array(v, np.float64) for v in zip(*cases))
+    with np.errstate(all="ignore"):
+        got = check(unary(op, "f64", n=len(x)), x, tol=1e-30, xla=False)[0]
+    number = ~np.isnan(want)
+    assert np.array_equal(got, want, equal_nan=True) and (np.signbit(got) == np.signbit(want))[number].all(), got
+
+
+def _ints(values: list[int], ty: str) -> np.ndarray:
+    dt = {**{f"s{b}": getattr(np, f"int{b}") for b in (8, 16, 32, 64)},
+          **{f"u{b}": getattr(np, f"uint{b}") for b in (8, 16, 32, 64)},
+          "s4": ml_dtypes.int4, "u4": ml_dtypes.uint4, "s2": ml_dtypes.int2, "u2": ml_dtypes.uint2}[ty]
+    return np.array(values, np.int64 if ty[0] == "s" else np.uint64).astype(dt)
+
+
+@pytest.mark.parametrize("ty", ["s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "s4", "u4", "s2", "u2"])
+def test_mulhi(ty: str) -> None:
+    """The high half of the double-width product, against Python integers (XLA has no mulhi opcode)."""
+    bits = int(ty[1:])
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if ty[0] == "s" else (0, (1 << bits) - 1)
+    edge = sorted(v for v in {lo, lo + 1, lo // 3, -1, 0, 1, 2, 3, hi // 3, hi - 1, hi} if lo <= v <= hi)
+    a, b = (v.ravel().tolist() for v in np.meshgrid(np.array(edge, object), np.array(edge, object), indexing="ij"))
+    got = check(binary("mulhi", ty, len(a)), _ints(a, ty), _ints(b, ty), xla=False)[0]
+    assert [int(g) for g in got] == [(x * y) >> bits for x, y in zip(a, b)]
+

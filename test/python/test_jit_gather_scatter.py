@@ -151,6 +151,29 @@ ENTRY e {
           np.array([[1], [1], [7], [4]], np.int32), np.ones(4, np.float32) * 2.5, np.array([9, -3, 5, 8], np.int32))
 
 
+COMPLEX_COMBINERS = {
+    "add": "ROOT r = c64[] add(a, b)",
+    "sub_then_mul": "s = c64[] subtract(a, b)\n  ROOT r = c64[] multiply(s, b)",
+    "scaled_add": "k = c64[] constant((0.5, -1))\n  m = c64[] multiply(b, k)\n  ROOT r = c64[] add(a, m)",
+}
+
+
+@pytest.mark.parametrize("name", ["rows", "elements_2d", "windows_partly_out", "batching"])
+@pytest.mark.parametrize("combiner", list(COMPLEX_COMBINERS))
+def test_complex_scatter(name: str, combiner: str) -> None:
+    """A complex combiner, a complex constant in it included, inlined as complex scalar code; updates to
+    one element combine in order, so the results are the interpreter's bit for bit."""
+    case = SCATTERS[name]
+    rng = np.random.default_rng(5)
+
+    def values(shape: tuple[int, ...]) -> np.ndarray:
+        return (rng.integers(-4, 5, size=shape) + 1j * rng.integers(-4, 5, size=shape)).astype(np.complex64)
+
+    idx = rng.integers(-2, max(case[0]) + 2, size=case[1], endpoint=True).astype(np.int32)
+    text = scatter_text(case, "s32", "add", "c64").replace("ROOT r = c64[] add(a, b)", COMPLEX_COMBINERS[combiner])
+    check(text, values(case[0]), idx, values(case[2]))
+
+
 def test_scatter_pred_or() -> None:
     text = """HloModule m
 comb {

@@ -238,3 +238,69 @@ def test_topk_custom_call_native(monkeypatch: pytest.MonkeyPatch) -> None:
     x[0, :4] = [np.nan, -np.nan, -0.0, 0.0]
     text = TOPK_CUSTOM_CALL.replace("HloModule m", "HloModule topk_native")  # not the JIT cache's entry
     check(text, x)
+
+
+def complex_lex(ty: str, part: str) -> str:
+    """jax's complex comparator: real parts, then imaginary parts, each by total order (compare on
+    complex itself has EQ/NE only)."""
+    return f"""cmp {{
+  a = {ty}[] parameter(0)
+  b = {ty}[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ar = {part}[] real(a)
+  br = {part}[] real(b)
+  ai = {part}[] imag(a)
+  bi = {part}[] imag(b)
+  lt = pred[] compare(ar, br), direction=LT, type=TOTALORDER
+  eq = pred[] compare(ar, br), direction=EQ, type=TOTALORDER
+  ilt = pred[] compare(ai, bi), direction=LT, type=TOTALORDER
+  tie = pred[] and(eq, ilt)
+  ROOT r = pred[] or(lt, tie)
+}}
+"""
+
+
+@pytest.mark.parametrize("ty,part", [("c64", "f32"), ("c128", "f64")])
+def test_sort_complex_lexicographic(ty: str, part: str) -> None:
+    """Complex keys (inf/NaN parts, signed zeros, duplicates) with an iota payload that shows stability."""
+    x = np.empty(40, {"c64": np.complex64, "c128": np.complex128}[ty])
+    x.real, x.imag = RNG.choice(SPECIALS, 40), RNG.choice(np.array([0.0, -0.0, 1.0, np.nan, -np.inf]), 40)
+    text = f"""HloModule m
+{complex_lex(ty, part)}
+ENTRY e {{
+  x = {ty}[4,10] parameter(0)
+  i = s32[4,10] iota(), iota_dimension=1
+  ROOT s = ({ty}[4,10], s32[4,10]) sort(x, i), dimensions={{1}}, is_stable=true, to_apply=cmp
+}}
+"""
+    check(text, x.reshape(4, 10))
+
+
+def test_sort_complex_by_magnitude_and_topk_custom_call() -> None:
+    """A comparator on |z| (ties keep their order), and XLA's TopK custom call on complex values (lowered
+    natively with the comparator; XLA's CPU TopK takes f32 only)."""
+    x = (RNG.integers(-2, 3, (3, 12)) + 1j * RNG.integers(-2, 3, (3, 12))).astype(np.complex64)
+    by_abs = """HloModule m
+cmp {
+  a = c64[] parameter(0)
+  b = c64[] parameter(1)
+  ma = f32[] abs(a)
+  mb = f32[] abs(b)
+  ROOT r = pred[] compare(ma, mb), direction=GT
+}
+ENTRY e {
+  x = c64[3,12] parameter(0)
+  ROOT s = c64[3,12] sort(x), dimensions={1}, is_stable=true, to_apply=cmp
+}
+"""
+    check(by_abs, x)
+    topk = (complex_lex("c64", "f32") + "ENTRY e {\n  x = c64[3,12] parameter(0)\n  ROOT t = (c64[3,4], s32[3,4]) "
+            'custom-call(x), custom_call_target="TopK", called_computations={cmp}\n}\n')
+    check("HloModule m\n" + topk, x, xla=False)
+
+
+def test_topk_of_complex_is_a_clean_error() -> None:
+    """topk's built-in order has no complex case (the interpreter refuses it too)."""
+    with pytest.raises(hlo_mlir.diagnostics.HloError, match="jit: 'topk' with complex operands is not supported"):
+        hlo_mlir.load(topk_text("c64", (6,), 2)).run(np.zeros(6, np.complex64), backend="jit")
