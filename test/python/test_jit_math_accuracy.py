@@ -1,5 +1,6 @@
-"""The JIT's vectorizable f32 exp and tanh (passes/linalg_fast_math.py): within 2 ulp of the correctly
-rounded result over the whole range, exact at the special values."""
+"""Accuracy of the JIT's transcendental functions: the vectorizable f32 exp and tanh
+(passes/linalg_fast_math.py) within 2 ulp of the correctly rounded result, exact at special values;
+log1p and expm1 exact near 0 (libm, not LLVM's log(1 + x) / exp(x) - 1)."""
 
 from __future__ import annotations
 
@@ -41,3 +42,25 @@ def test_accuracy_and_special_values(opcode: str, ref: object, lo: float, hi: fl
                                                  | (np.abs(want32[-SPECIAL.size:]) == 1))
     np.testing.assert_array_equal(special[exact], want32[-SPECIAL.size:][exact])
     np.testing.assert_array_equal(np.signbit(special[:2]), np.signbit(want32[-SPECIAL.size:][:2]))
+
+
+@pytest.mark.parametrize("ty", ["f32", "f64", "bf16", "f16"])
+def test_log1p_expm1_keep_tiny_arguments(ty: str) -> None:
+    import ml_dtypes
+
+    from jit_helpers import check
+
+    dtype = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[ty]
+    x = np.array([1e-10, -1e-10, 1e-18, 3e-5, 0.3, -0.7, 5, 0.0], np.float64).astype(dtype)
+    text = f"""HloModule m
+ENTRY e {{
+  x = {ty}[8] parameter(0)
+  a = {ty}[8] log-plus-one(x)
+  b = {ty}[8] exponential-minus-one(x)
+  ROOT t = ({ty}[8], {ty}[8]) tuple(a, b)
+}}
+"""
+    log1p, expm1 = check(text, x, tol=1e-6 if ty == "f64" else 1e-2)
+    tiny = np.abs(x.astype(np.float64)) < float(ml_dtypes.finfo(dtype).eps)
+    np.testing.assert_array_equal(log1p[tiny], x[tiny])  # log1p(x) = x - x^2/2 + ... rounds to x
+    np.testing.assert_array_equal(expm1[tiny], x[tiny])
