@@ -9,9 +9,8 @@ a contraction whose maps are projected permutations, which the matmul schedule c
 vectorize. A last generic moves the result to the output layout (and rounds narrow floats once).
 Operands convert to the result type first, integers wrap, pred is OR of ANDs, complex results
 accumulate `acc + a*b` with the textbook product (`elementwise.complex_mul`) — the interpreter's
-semantics. Complex operands with a real result are rejected: XLA keeps the real part of the complex
-sum (as dot now does in the interpreter and here), the interpreter's convolution drops the operands'
-imaginary parts first.
+semantics. Complex operands of a real result accumulate in complex (`we`, c64 or c128) and the real
+part is converted to the result type at the end, as XLA does (and dot).
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from hlo_mlir.attr_types import ConvDims, Window
 from hlo_mlir.passes.convert_hlo_to_linalg.core import NARROW_FLOATS, Rewriter, element_mlir_type, rule
 from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import complex_add, complex_mul, convert_scalar
 from hlo_mlir.passes.linalg_schedules import first_divisor, mark
-from hlo_mlir.types import ElementType
+from hlo_mlir.types import BY_HLO, ElementType
 
 _DYN = ir.ShapedType.get_dynamic_stride_or_offset
 
@@ -65,12 +64,15 @@ class _Conv:
         self.out_sp = [rs[d] for d in dn.output_spatial]
         self.padded = [max(n - 1, 0) * ld + (1 if n else 0) + lo + hi for n, ld, lo, hi in
                        zip(self.in_sp, self.win.lhs_dilate, self.win.pad_low, self.win.pad_high)]
-        self.acc_t = ir.F32Type.get() if self.oe.hlo in NARROW_FLOATS else element_mlir_type(self.oe)
+        mixed = not self.oe.is_complex and (self.le.is_complex or self.ke.is_complex)
+        self.we = BY_HLO["c64" if self.oe.is_float and self.oe.bits <= 32 else "c128"] if mixed else self.oe
+        self.narrow = self.oe.hlo in NARROW_FLOATS and not mixed
+        self.acc_t = ir.F32Type.get() if self.narrow else element_mlir_type(self.we)
 
     def load(self, v: ir.Value, et: ElementType) -> ir.Value:
-        """An operand element converted to the result type, then to the accumulation type."""
-        v = convert_scalar(self.rw, v, et, self.oe)
-        return arith.extf(self.acc_t, v) if self.oe.hlo in NARROW_FLOATS else v
+        """An operand element converted to the result (or complex work) type, then to the accumulation type."""
+        v = convert_scalar(self.rw, v, et, self.we)
+        return arith.extf(self.acc_t, v) if self.narrow else v
 
     def input(self) -> ir.Value:
         """`(N, P..., C)`: dilated, padded, converted input in canonical order."""
@@ -131,7 +133,7 @@ class _Conv:
     def step(self, a: ir.Value, b: ir.Value, acc: ir.Value) -> ir.Value:
         if self.oe.is_pred:
             return arith.ori(acc, arith.andi(a, b))
-        if self.oe.is_complex:
+        if self.we.is_complex:
             return complex_add(acc, complex_mul(a, b))
         if self.oe.is_float:
             return arith.addf(acc, arith.mulf(a, b))
@@ -201,7 +203,7 @@ class _Conv:
 
     def _schedule(self, op: ir.Operation, bounds: list[int]) -> None:
         """Vectorize f32/f64 convolutions whose output width, features and channels fit the register tile."""
-        if self.oe.hlo not in ("f32", "f64") or not self.nsp:
+        if self.oe.hlo not in ("f32", "f64") or self.we != self.oe or not self.nsp:
             return
         *lead, width, g, og, c = bounds
         lanes = 512 // self.oe.bits
@@ -219,20 +221,19 @@ class _Conv:
         rank = len(shape)
         exprs = [_d(dn.output_batch), *[_d(d) for d in dn.output_spatial], _d(dn.output_feature)]
         m = ir.AffineMap.get(rank, 0, exprs)
-        narrow = self.oe.hlo in NARROW_FLOATS
-        if m == ir.AffineMap.get_identity(rank) and not narrow:
+        converts = self.narrow or self.we != self.oe
+        if m == ir.AffineMap.get_identity(rank) and not converts:
             return out
         et = element_mlir_type(self.oe)
         fn: Callable[[ir.Value, ir.Value], list[ir.Value]] = (
-            (lambda v, _o: [arith.truncf(et, v)]) if narrow else (lambda v, _o: [v]))
+            (lambda v, _o: [arith.truncf(et, v)]) if self.narrow
+            else (lambda v, _o: [convert_scalar(rw, v, self.we, self.oe)]) if converts else (lambda v, _o: [v]))
         return rw.generic([out], [m], shape, [et], fn)[0]
 
 
 @rule("convolution")
 def convolution(rw: Rewriter) -> list[ir.Value]:
     le, ke, oe = rw.operand_element(0), rw.operand_element(1), rw.result_element()
-    if not oe.is_complex and (le.is_complex or ke.is_complex):
-        raise rw.unsupported(f"complex operands and result type {oe.hlo}")
     rw.require_floats(le, ke, oe)
     conv = _Conv(rw)
     if conv.win.rank != conv.nsp:

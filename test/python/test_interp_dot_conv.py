@@ -332,3 +332,20 @@ ENTRY e {{
     ours, ref = e2e(text, a, b)
     np.testing.assert_array_equal(ours[0], ref[0])
     np.testing.assert_array_equal(ours[0].astype(np.float64), [-0.5, 7] if result[0] in "fb" else [0, 7])
+
+
+@pytest.mark.skipif(not xla_available(), reason="XLA oracle unavailable")
+@pytest.mark.parametrize("result", ["f32", "f64", "s32"])
+def test_complex_convolution_with_a_real_result(result: str) -> None:
+    text = f"""HloModule m
+ENTRY e {{
+  x = c64[1,4,1] parameter(0)
+  k = c64[2,1,1] parameter(1)
+  ROOT c = {result}[1,3,1] convolution(x, k), window={{size=2}}, dim_labels=b0f_0io->b0f
+}}
+"""
+    x = (np.arange(4) + 1j * np.arange(4, 8)).astype(np.complex64).reshape(1, 4, 1)
+    k = np.array([1 + 1j, 2 - 1j], np.complex64).reshape(2, 1, 1)
+    ours, ref = e2e(text, x, k)
+    np.testing.assert_array_equal(ours[0], ref[0])
+    np.testing.assert_array_equal(ours[0].ravel(), [3, 6, 9])

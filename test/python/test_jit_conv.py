@@ -154,14 +154,12 @@ def test_complex_convolution_special_values() -> None:
         check(text, x, k, tol=1e-30, xla=False)
 
 
-def test_complex_operands_real_result_is_a_clean_error() -> None:
-    """XLA keeps the real part of the complex sum, the interpreter's convolution drops the operands'
-    imaginary parts first (unlike its dot); until they agree the JIT does not lower it."""
-    import hlo_mlir
-    from hlo_mlir.diagnostics import HloError
-
-    text = conv_text("c64[1,3,3,1]", "c64[2,2,1,1]", "f32[1,2,2,1]", "window={size=2x2}, dim_labels=b01f_01io->b01f")
-    with pytest.raises(HloError, match=r"5:3: error: jit: 'convolution' with complex operands and result type f32 "
-                                       r"is not supported"):
-        hlo_mlir.load(text).run(np.ones((1, 3, 3, 1), np.complex64), np.ones((2, 2, 1, 1), np.complex64),
-                                backend="jit")
+@pytest.mark.parametrize("out", ["f32[1,2,2,1]", "f64[1,2,2,1]", "s32[1,2,2,1]", "bf16[1,2,2,1]"])
+def test_complex_operands_real_result(out: str) -> None:
+    """XLA sums the complex products and keeps the real part (truncated for integers), like dot."""
+    rng = np.random.default_rng(5)
+    x, k = _data("c64[1,3,3,1]", rng), _data("c64[2,2,1,1]", rng)
+    if out.startswith("s32"):
+        x, k = (np.round(v * 4).astype(np.complex64) for v in (x, k))
+    check(conv_text("c64[1,3,3,1]", "c64[2,2,1,1]", out, "window={size=2x2}, dim_labels=b01f_01io->b01f"), x, k,
+          tol=0 if out.startswith("s32") else 1e-2 if out.startswith("bf16") else 1e-5)

@@ -17,7 +17,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from hlo_mlir.attr_types import ConvDims, Window
 from hlo_mlir.interpreter.registry import Context, InterpreterError, OpView, kernel
-from hlo_mlir.types import BY_DTYPE, ArrayType
+from hlo_mlir.types import BY_DTYPE, BY_HLO, ArrayType
 
 # Integer matmuls run in float64 BLAS when every partial sum is exactly representable.
 _F64_EXACT = 2**53
@@ -114,22 +114,29 @@ def dot(op: OpView, args: list, ctx: Context) -> np.ndarray:
     lf = _free_dims(lhs.ndim, lb, lc)
     rf = _free_dims(rhs.ndim, rb, rc)
     bsz, k = _size(lhs.shape, lb), _size(lhs.shape, lc)
-    # XLA multiplies and sums complex operands of a real result in complex, then keeps the real part
-    # (an integer result truncates it, as convert does).
-    mixed = "c" in (lhs.dtype.kind, rhs.dtype.kind) and not result.element.is_complex
-    if mixed:
-        ctype = np.complex64 if result.dtype.itemsize <= 4 and result.element.is_float else np.complex128
-        a, b = lhs.astype(ctype), rhs.astype(ctype)
-    else:
-        a, b = _operand(lhs, result), _operand(rhs, result)
-    a = a.transpose(*lb, *lf, *lc).reshape(bsz, _size(lhs.shape, lf), k)
-    b = b.transpose(*rb, *rc, *rf).reshape(bsz, k, _size(rhs.shape, rf))
-    if mixed:
-        r = np.matmul(a, b).real
-        out = _finish(np.trunc(r).astype(np.int64) if compute_dtype(result) is None else r, result)
-    else:
-        out = _finish(_matmul(a, b, result), result)
+    work = _complex_work_type(lhs, rhs, result)
+    a = _operand(lhs, work).transpose(*lb, *lf, *lc).reshape(bsz, _size(lhs.shape, lf), k)
+    b = _operand(rhs, work).transpose(*rb, *rc, *rf).reshape(bsz, k, _size(rhs.shape, rf))
+    out = _real_part(_finish(_matmul(a, b, work), work), result)
     return out.reshape(result.dims)
+
+
+def _complex_work_type(lhs: np.ndarray, rhs: np.ndarray, result: ArrayType) -> ArrayType:
+    """The type to compute in: `result`, except that complex operands of a real result are multiplied
+    and summed in complex (XLA keeps the real part of that, see `_real_part`)."""
+    if "c" not in (lhs.dtype.kind, rhs.dtype.kind) or result.element.is_complex:
+        return result
+    narrow = result.element.is_float and result.dtype.itemsize <= 4
+    return ArrayType(BY_HLO["c64" if narrow else "c128"], result.dims)
+
+
+def _real_part(r: np.ndarray, result: ArrayType) -> np.ndarray:
+    """`r` (computed in `_complex_work_type`) as `result`: the real part, truncated for integers as
+    convert does."""
+    if r.dtype.kind != "c" or result.element.is_complex:
+        return r
+    real = r.real
+    return _finish(np.trunc(real).astype(np.int64) if compute_dtype(result) is None else real, result)
 
 
 def _dilate_and_pad(
@@ -210,8 +217,9 @@ def convolution(op: OpView, args: list, ctx: Context) -> np.ndarray:
     if window.rank != nsp:
         raise InterpreterError(op, f"window has {window.rank} dims, convolution has {nsp}")
 
-    x = _operand(lhs, result).transpose(dn.input_batch, dn.input_feature, *dn.input_spatial)
-    w = _operand(rhs, result).transpose(
+    work = _complex_work_type(lhs, rhs, result)
+    x = _operand(lhs, work).transpose(dn.input_batch, dn.input_feature, *dn.input_spatial)
+    w = _operand(rhs, work).transpose(
         dn.kernel_output_feature, dn.kernel_input_feature, *dn.kernel_spatial
     )
     flips = tuple(2 + i for i in range(nsp) if window.reversal[i])
@@ -232,10 +240,10 @@ def convolution(op: OpView, args: list, ctx: Context) -> np.ndarray:
     else:
         xg = np.moveaxis(x.reshape(n, fgc, cg, *sp), 1, 0)
     wg = w.reshape(groups, o // groups, cg, *w.shape[2:])
-    r = _conv_grouped(xg, wg, window, result)  # (G, Nb, Og, *out)
+    r = _conv_grouped(xg, wg, window, work)  # (G, Nb, Og, *out)
     r = np.moveaxis(r, 0, 1)
     r = r.reshape(r.shape[0], o, *r.shape[3:])  # (Nb, O, *out), o = g * Og + j
-    r = _finish(r, result)
+    r = _real_part(_finish(r, work), result)
     perm = [0] * (2 + nsp)
     perm[dn.output_batch] = 0
     perm[dn.output_feature] = 1
