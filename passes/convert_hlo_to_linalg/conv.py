@@ -117,7 +117,7 @@ class _Conv:
 
     def kernel(self) -> ir.Value:
         """`(K..., Cg, O)` with window reversal applied, converted."""
-        rw, dn = self.rw, self.dn
+        dn = self.dn
         rank = self.nsp + 2
         exprs: list[ir.AffineExpr] = [ir.AffineConstantExpr.get(0)] * rank
         for i, d in enumerate(dn.kernel_spatial):

@@ -19,8 +19,8 @@ import pytest
 from jax import lax
 
 import hlo_mlir
-from hlo_mlir.oracle import run_xla, xla_available
 from interp_fakes import xla
+from jit_helpers import check
 from xla_compare import assert_outputs
 
 RNG = np.random.default_rng(11)
@@ -29,18 +29,6 @@ DT = {"c64": np.complex64, "c128": np.complex128}
 SPECIAL = np.array([complex(np.inf, 0), complex(0, -np.inf), complex(np.nan, 1), complex(1, np.nan),
                     complex(-0.0, -0.0), complex(-0.0, 0.0), 1e30 + 1e30j, complex(-np.inf, np.inf)], np.complex128)
 C_FINITE = np.array([1 + 2j, -3 + 0.5j, 0.25 - 1j, 2 - 1j, -0.5 - 0.5j, 0.1 + 3j, -2 - 0.1j, 1.5 + 0j])
-
-
-def check(text: str, *args: np.ndarray, tol: float = 0.0, xla_tol: float = 0.0, xla: bool = True,
-          interp: bool = True) -> list:
-    """JIT == interpreter (bit for bit unless `tol`); JIT == XLA within `xla_tol`."""
-    m = hlo_mlir.load(text)
-    got = m.run(*args, backend="jit")
-    if interp:
-        assert_outputs(got, m.run(*args), tol)
-    if xla and xla_available():
-        assert_outputs(got, run_xla(text, list(args)), xla_tol)
-    return got
 
 
 def assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:

@@ -7,23 +7,10 @@ import numpy as np
 import pytest
 
 import hlo_mlir
-from hlo_mlir.oracle import run_xla, xla_available
-from xla_compare import assert_outputs
+from jit_helpers import check
 
 RNG = np.random.default_rng(7)
 F32_SPECIAL = np.array([0.0, -0.0, 1.5, -2.5, np.inf, -np.inf, np.nan, 3e38, -3e38, 1e-45, 7.0, -7.0], np.float32)
-
-
-def check(text: str, *args: np.ndarray, tol: float = 0.0, xla_tol: float = 0.0, xla: bool = True,
-          interp: bool = True) -> list:
-    """JIT == interpreter (bit for bit unless `tol`); JIT == XLA within `xla_tol` (XLA sums in its own order)."""
-    m = hlo_mlir.load(text)
-    got = m.run(*args, backend="jit")
-    if interp:
-        assert_outputs(got, m.run(*args), tol)
-    if xla and xla_available():
-        assert_outputs(got, run_xla(text, list(args)), xla_tol)
-    return got
 
 
 def reducer(name: str, op: str, ty: str) -> str:
