@@ -2,14 +2,16 @@
 
 Calling convention (`llvm.emit_c_interface`): `_mlir_ciface_<entry>(results*, arg descriptors*...)`
 where `results` is one memref descriptor (one result) or a struct of them (several); tuples and
-tokens are flattened/dropped as in `convert_hlo_to_linalg`. Results are copied into NumPy arrays
-and their buffers freed; buffers that alias an argument or a global constant are not freed.
+tokens are flattened/dropped as in `convert_hlo_to_linalg`. A result buffer the compiled code allocated
+becomes the NumPy array (freed when the array is); results in shared, argument or constant buffers are
+copied.
 """
 
 from __future__ import annotations
 
 import ctypes
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -92,22 +94,31 @@ class Compiled:
         ptrs = ([ctypes.pointer(ctypes.pointer(out))] if res_types else []) + arg_ptrs
         self.engine.invoke(self.entry, *ptrs)
         host.raise_pending()
-        values, freed = [], set()
-        for d, t in zip(descs, self.results):
+        # A buffer the compiled code allocated for exactly one result becomes that NumPy array (freed with
+        # it); others (shared by two results, an argument's, a global constant's) are copied, then freed
+        # once every result is copied.
+        owned = [d.allocated if d.allocated and d.allocated != _GLOBAL_SENTINEL
+                 and not any(lo <= d.allocated < hi for lo, hi in spans) else None for d in descs]
+        values, to_free = [], set()
+        for d, t, ptr in zip(descs, self.results, owned):
             dtype = _storage_dtype(t)
             shape = tuple(t.dims)
             n = int(np.prod(shape, dtype=np.int64))
-            if n:
-                buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(d.aligned + d.offset * dtype.itemsize)
-                values.append(np.frombuffer(buf, dtype=dtype).reshape(shape).astype(t.element.dtype))
-            else:
+            if not n:
                 values.append(np.zeros(shape, t.element.dtype))
-        # Free only once every result is copied: two results may share one buffer (e.g. `x` and `copy(x)`).
-        for d in descs:
-            ptr = d.allocated
-            if ptr and ptr != _GLOBAL_SENTINEL and ptr not in freed and not any(lo <= ptr < hi for lo, hi in spans):
-                freed.add(ptr)
-                _libc.free(ptr)
+                if ptr:
+                    to_free.add(ptr)
+                continue
+            buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(d.aligned + d.offset * dtype.itemsize)
+            if ptr and owned.count(ptr) == 1 and dtype == t.element.dtype:
+                weakref.finalize(buf, _libc.free, ptr)
+                values.append(np.frombuffer(buf, dtype=dtype).reshape(shape))
+                continue
+            values.append(np.frombuffer(buf, dtype=dtype).reshape(shape).astype(t.element.dtype))
+            if ptr:
+                to_free.add(ptr)
+        for ptr in to_free:
+            _libc.free(ptr)
         return values
 
 
