@@ -439,13 +439,7 @@ class Rewriter:
         Used for call/while/conditional bodies: a call returning several buffers makes the deallocation
         pipeline emit an alias-checking helper on i1 memrefs, which the LLVM lowering cannot store.
         """
-        hlo_fn = None
-        for op in self.conv.source.body.operations:
-            if op.operation.name == "func.func" and ir.StringAttr(op.operation.attributes["sym_name"]).value == name:
-                hlo_fn = op.operation
-        if hlo_fn is None:
-            raise self.error(f"unknown computation '{name}'")
-        block = hlo_fn.regions[0].blocks[0]
+        block = self._computation(name)
         values: dict[ir.Value, list[ir.Value]] = {}
         rest = list(args)
         for arg in block.arguments:
@@ -471,6 +465,13 @@ class Rewriter:
                 values[r], results = results[:n], results[n:]
         raise self.error(f"computation '{name}' has no return")
 
+    def _computation(self, name: str) -> ir.Block:
+        """The body of HLO computation `name` of the source module."""
+        for op in self.conv.source.body.operations:
+            if op.operation.name == "func.func" and ir.StringAttr(op.operation.attributes["sym_name"]).value == name:
+                return op.operation.regions[0].blocks[0]
+        raise self.error(f"unknown computation '{name}'")
+
     def inline_scalar(self, name: str, scalars: Sequence[ir.Value]) -> list[ir.Value]:
         """Emit computation `name` (parameters and results all rank-0 arrays) as scalar code here.
 
@@ -479,13 +480,7 @@ class Rewriter:
         their body directly), so no per-element linalg op or buffer is left once canonicalization folds
         the 0-d tensors away. Use inside a linalg.generic body or scf loop (reducers, comparators, map).
         """
-        hlo_fn = None
-        for op in self.conv.source.body.operations:
-            if op.operation.name == "func.func" and ir.StringAttr(op.operation.attributes["sym_name"]).value == name:
-                hlo_fn = op.operation
-        if hlo_fn is None:
-            raise self.error(f"unknown computation '{name}'")
-        block = hlo_fn.regions[0].blocks[0]
+        block = self._computation(name)
         values: dict[ir.Value, list[ir.Value]] = {}
         if len(block.arguments) != len(scalars):
             raise self.error(f"computation '{name}' takes {len(block.arguments)} parameters, got {len(scalars)}")
