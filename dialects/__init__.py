@@ -125,7 +125,7 @@ def _from_type_text(text: str) -> HloType:
     if text == "!hlo.opaque":
         return OpaqueType()
     if text.startswith("tuple<"):
-        return TupleType(tuple(_from_type_text(e) for e in _split_top(text[6:-1])))
+        return TupleType(tuple(_from_type_text(e) for e in split_top(text[6:-1])))
     m = re.fullmatch(r"tensor<((?:[0-9?]+x)*)(.+)>", text)
     if not m or m.group(2) not in BY_MLIR:
         raise TypeError(f"not an HLO type: {text}")
@@ -133,13 +133,13 @@ def _from_type_text(text: str) -> HloType:
     return ArrayType(BY_MLIR[m.group(2)], dims)
 
 
-def _split_top(text: str) -> list[str]:
-    """Split a comma-separated type list at nesting depth 0."""
+def split_top(text: str, opening: str = "<(", closing: str = ">)") -> list[str]:
+    """Split a comma-separated list at nesting depth 0 (brackets: `opening`/`closing` characters)."""
     out, depth, start = [], 0, 0
     for i, ch in enumerate(text):
-        if ch in "<(":
+        if ch in opening:
             depth += 1
-        elif ch in ">)":
+        elif ch in closing:
             depth -= 1
         elif ch == "," and depth == 0:
             out.append(text[start:i].strip())

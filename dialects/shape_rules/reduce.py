@@ -70,14 +70,20 @@ def select_and_scatter(ops: Sequence[HloType], ctx: Ctx) -> HloType:
     return x
 
 
-@rule("map")
-def map_(ops: Sequence[HloType], ctx: Ctx) -> HloType:
+def _same_dims_arrays(ops: Sequence[HloType]) -> list[ArrayType]:
+    """At least one operand, all arrays with the dimensions of operand 0 (map, sort)."""
     if not ops:
         raise ShapeError("expects at least 1 operand")
     xs = [array(o, f"operand {i}") for i, o in enumerate(ops)]
     for i, x in enumerate(xs):
         if not same_dims(x, xs[0]):
             raise ShapeError(f"operand {i} {show(x)} must have the dimensions of operand 0 {show(xs[0])}")
+    return xs
+
+
+@rule("map")
+def map_(ops: Sequence[HloType], ctx: Ctx) -> HloType:
+    xs = _same_dims_arrays(ops)
     sig = comp(ctx, "to_apply")
     if len(sig.params) != len(xs):
         raise ShapeError(f"the mapped computation takes {len(sig.params)} parameters but there are {len(xs)} operands")
@@ -95,12 +101,7 @@ def map_(ops: Sequence[HloType], ctx: Ctx) -> HloType:
 
 @rule("sort")
 def sort(ops: Sequence[HloType], ctx: Ctx) -> HloType:
-    if not ops:
-        raise ShapeError("expects at least 1 operand")
-    xs = [array(o, f"operand {i}") for i, o in enumerate(ops)]
-    for i, x in enumerate(xs):
-        if not same_dims(x, xs[0]):
-            raise ShapeError(f"operand {i} {show(x)} must have the dimensions of operand 0 {show(xs[0])}")
+    xs = _same_dims_arrays(ops)
     d = attr(ctx, "dimensions", ())
     if len(d) != 1 or not 0 <= d[0] < max(xs[0].rank, 1):
         raise ShapeError(f"dimensions must name one dimension of rank {xs[0].rank}, got {{{','.join(map(str, d))}}}")

@@ -12,7 +12,7 @@ from typing import Any
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import from_mlir_type, opcode_of
+from hlo_mlir.dialects import from_mlir_type, opcode_of, split_top
 from hlo_mlir.dialects.attributes import Comp, Comps, decode_all, kind_of
 from hlo_mlir.dialects.shape_rules import ShapeError, Signature, infer_result_type
 from hlo_mlir.dialects.shape_rules.common import compatible
@@ -28,25 +28,10 @@ def _location(op: ir.Operation) -> SourceLocation | None:
     return SourceLocation(m.group(1), int(m.group(2)), int(m.group(3))) if m else None
 
 
-def _split_top(text: str) -> list[str]:
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    if text.strip():
-        out.append(text[start:].strip())
-    return out
-
-
 def _shape_text_type(text: str) -> HloType:
     """The HloType of an `hlo.shape` text, keeping `<=` bounds the MLIR type cannot hold."""
     if text.startswith("("):
-        return TupleType(tuple(_shape_text_type(e) for e in _split_top(text[1:-1])))
+        return TupleType(tuple(_shape_text_type(e) for e in split_top(text[1:-1], "([{", ")]}")))
     return parse_array_shape(text)[0]
 
 
