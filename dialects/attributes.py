@@ -99,6 +99,33 @@ class Ints(Kind):
         return ir.DenseI64ArrayAttr.get([int(x) for x in value])
 
 
+class IntsOrLists(Ints):
+    """`{1,2}` (gather) or `{{1,2},{3,4}}` (collective-permute's in-place slice sizes)."""
+
+    description = "a list of integers like {0,1} or of such lists"
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        items = _brace(v, self.description).items()
+        if items and all(t.kind == "brace" for t in items):
+            return ir.ArrayAttr.get([Ints.encode(self, t, t.text) for t in items])
+        return Ints.encode(self, v, raw)
+
+    def export(self, a: ir.Attribute) -> str:
+        if isinstance(a, ir.ArrayAttr):
+            return "{" + ",".join(Ints.export(self, x) for x in a) + "}"
+        return Ints.export(self, a)
+
+    def decode(self, a: ir.Attribute) -> Any:
+        if isinstance(a, ir.ArrayAttr):
+            return tuple(Ints.decode(self, x) for x in a)
+        return Ints.decode(self, a)
+
+    def from_value(self, value: Any) -> ir.Attribute:
+        if value and all(isinstance(x, (tuple, list)) for x in value):
+            return ir.ArrayAttr.get([Ints.from_value(self, x) for x in value])
+        return Ints.from_value(self, value)
+
+
 class Int(Kind):
     description = "an integer"
 
@@ -325,8 +352,9 @@ def _pad_pair(part: str) -> list[str]:
 
 
 def parse_dim_labels(text: str) -> ConvDims:
-    """`b01f_01io->b01f` -> ConvDims; raises ValueError on a malformed string."""
-    m = re.fullmatch(r"([a-z0-9]+)_([a-z0-9]+)->([a-z0-9]+)", text)
+    """`b01f_01io->b01f` -> ConvDims; raises ValueError on a malformed string.  A `?` is a dimension
+    without a role (XLA accepts it; only custom-calls use it)."""
+    m = re.fullmatch(r"([a-z0-9?]+)_([a-z0-9?]+)->([a-z0-9?]+)", text)
     if not m:
         raise ValueError("dim_labels must look like b01f_01io->b01f")
     lhs, rhs, out = m.groups()
@@ -544,7 +572,7 @@ KINDS: dict[str, Kind] = {
     **{n: INTS for n in (
         "dimensions", "lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims", "rhs_contracting_dims",
         "offset_dims", "collapsed_slice_dims", "start_index_map", "operand_batching_dims",
-        "start_indices_batching_dims", "slice_sizes", "update_window_dims", "inserted_window_dims",
+        "start_indices_batching_dims", "update_window_dims", "inserted_window_dims",
         "scatter_dims_to_operand_dims", "input_batching_dims", "scatter_indices_batching_dims",
         "dynamic_slice_sizes", "fft_length",
     )},
@@ -562,6 +590,7 @@ KINDS: dict[str, Kind] = {
                          "false_computation", "select", "scatter")},
     **{n: COMPS for n in ("branch_computations", "called_computations")},
     **{n: STR for n in ("custom_call_target", "infeed_config", "outfeed_config", "async_execution_thread")},
+    "slice_sizes": IntsOrLists(),
     "epsilon": FLOAT,
     "direction": Enum("EQ", "NE", "LT", "LE", "GT", "GE"),
     "type": Enum("FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"),

@@ -124,9 +124,10 @@ def all_to_all(ops: Sequence[HloType], ctx: Ctx) -> HloType:
     return TupleType(tuple(xs))  # the tuple form: a tuple even of one operand
 
 
-def _pairs(ctx: Ctx) -> None:
+def _pairs(ctx: Ctx, in_place: bool = False) -> None:
+    """In the in-place form (input, output, offsets...) a pair may repeat: one copy per slice, as XLA allows."""
     pairs = ctx.attrs.get("source_target_pairs", ())
-    for what, idx in (("source", 0), ("target", 1)):
+    for what, idx in (("source", 0), ("target", 1)) if not in_place else ():
         ids = [p[idx] for p in pairs]
         dup = {i for i in ids if ids.count(i) > 1}
         if dup:
@@ -138,7 +139,7 @@ def _pairs(ctx: Ctx) -> None:
 
 @rule("collective-permute")
 def collective_permute(ops: Sequence[HloType], ctx: Ctx) -> HloType:
-    _pairs(ctx)
+    _pairs(ctx, in_place=len(ops) >= 4)
     if len(ops) == 1:
         return ops[0]
     if ctx.declared is not None:
@@ -148,7 +149,7 @@ def collective_permute(ops: Sequence[HloType], ctx: Ctx) -> HloType:
 
 @rule("collective-permute-start", declared=True)
 def collective_permute_start(ops: Sequence[HloType], ctx: Ctx) -> HloType:
-    _pairs(ctx)
+    _pairs(ctx, in_place=len(ops) >= 4)
     return need_declared(ctx)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from hlo_mlir.attr_types import Window
 from hlo_mlir.types import ArrayType, HloType, TupleType
 
 from .common import (
@@ -41,11 +42,14 @@ def reduce(ops: Sequence[HloType], ctx: Ctx) -> HloType:
     return _pack([ArrayType(v.element, tuple(x.dims[d] for d in keep)) for x, v in zip(xs, inits)])
 
 
+# XLA lets a window over scalars be left out.
+_NO_WINDOW = Window((), (), (), (), (), (), ())
+
+
 @rule("reduce-window")
 def reduce_window(ops: Sequence[HloType], ctx: Ctx) -> HloType:
     xs, inits = _split(ops)
-    window = attr(ctx, "window")
-    out = check_window(window, xs[0].dims, "operand")
+    out = check_window(attr(ctx, "window", _NO_WINDOW), xs[0].dims, "operand")
     check_scalar_reducer(comp(ctx, "to_apply"), [v.element for v in inits], [x.element for x in xs], "reduction")
     return _pack([ArrayType(v.element, tuple(out)) for v in inits])
 
@@ -63,7 +67,7 @@ def select_and_scatter(ops: Sequence[HloType], ctx: Ctx) -> HloType:
         raise ShapeError(f"select computation must have signature ({s_el}, {s_el}) -> pred[], got "
                          f"{signature_text(sel)}")
     check_scalar_reducer(comp(ctx, "scatter"), [src.element], [src.element], "scatter")
-    out = check_window(attr(ctx, "window"), x.dims, "operand")
+    out = check_window(attr(ctx, "window", _NO_WINDOW), x.dims, "operand")
     if tuple(out) != src.dims:
         raise ShapeError(f"the source {show(src)} must have the shape of the windowed operand "
                          f"{show(with_dims(src, out))}")

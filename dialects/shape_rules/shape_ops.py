@@ -165,7 +165,13 @@ def concatenate(ops: Sequence[HloType], ctx: Ctx) -> HloType:
 
 
 def _check_indices(ops: Sequence[HloType], rank: int, first: int) -> None:
+    """One integer scalar per dimension, or (the older form XLA still reads) one integer vector of them."""
     idx = ops[first:]
+    if len(idx) == 1 and rank != 1 and isinstance(idx[0], ArrayType) and idx[0].rank == 1:
+        v = idx[0]
+        if not v.element.is_integer or v.dims[0] not in (rank, DYNAMIC):
+            raise ShapeError(f"the start index vector must be an integer vector of {rank} elements, got {show(v)}")
+        return
     if len(idx) != rank:
         raise ShapeError(f"expects {rank} start indices (one per operand dimension), got {len(idx)}")
     kinds = set()

@@ -20,12 +20,14 @@ from mlir import ir
 from mlir.dialects import func
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import OPCODES, to_mlir_type
+from hlo_mlir.dialects import OPCODES, OpcodeInfo, from_mlir_type, to_mlir_type
 from hlo_mlir.dialects.attributes import COMP, COMPS, AttrError, kind_of
+from hlo_mlir.dialects.shape_rules import DECLARED_ONLY, ShapeError, Signature, infer_result_type
 from hlo_mlir.frontend import opviews  # noqa: F401  (op wrapping without failed imports)
 from hlo_mlir.frontend import syntax as s
 from hlo_mlir.frontend.literals import LiteralError, array_to_attr, literal_to_array
-from hlo_mlir.frontend.shapes import ShapeError, has_layout_or_bounds, parse_array_shape
+from hlo_mlir.frontend.shapes import ShapeError as ShapeTextError
+from hlo_mlir.frontend.shapes import has_layout_or_bounds, parse_array_shape
 from hlo_mlir.types import ArrayType, HloType, TupleType
 
 MODULE_NAME = "hlo.module_name"
@@ -48,6 +50,7 @@ class _Gen:
         self.array_shapes: dict[str, tuple[HloType, str]] = {}
         self.mlir_types: dict[HloType, ir.Type] = {}
         self.computations: dict[str, s.Computation] = {}
+        self.signatures: dict[str, Signature] = {}  # of the computations built so far
 
     # -- diagnostics -------------------------------------------------------------------------
     def error(self, message: str, pos: s.Pos | None) -> HloError:
@@ -67,7 +70,7 @@ class _Gen:
             if hit is None:
                 try:
                     t, _ = parse_array_shape(node.text)
-                except ShapeError as e:
+                except ShapeTextError as e:
                     raise self.error(str(e), _offset_pos(node, e.offset)) from None
                 text = "".join(node.text.split()) if " " in node.text else node.text
                 hit = self.array_shapes[node.text] = (t, text)
@@ -162,10 +165,12 @@ class _Gen:
         if len(roots) > 1:
             raise self.error(f"computation '{comp.name}' has more than one ROOT", roots[1].pos)
         root = roots[0] if roots else comp.instructions[-1]
-        root_type, _ = self.shape(root.shape)
+        root_type = self.shape(root.shape)[0] if root.shape is not None else None
         if comp.params is not None:
             self.check_signature(comp, ordered, param_types, root_type)
-        ftype = ir.FunctionType.get([self.mlir_type(t) for t, _ in param_types], [self.mlir_type(root_type)])
+        inputs = [self.mlir_type(t) for t, _ in param_types]
+        # An inferred root type is known once the body is built; the type is set again then.
+        ftype = ir.FunctionType.get(inputs, [self.mlir_type(root_type)] if root_type is not None else [])
         fn = func.FuncOp(comp.name, ftype, visibility=None if is_entry else "private", loc=self.loc(comp.pos))
         # Parameters not leading in number order: remember where each one was written.
         leading = all(comp.instructions[i] is p for i, p in enumerate(ordered))
@@ -190,9 +195,16 @@ class _Gen:
             for ins in self.topological(comp, values):
                 values[ins.name] = self.instruction(ins, values)
             func.ReturnOp([values[root.name]], loc=self.loc(root.pos))
+        result = values[root.name].type
+        fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, [result]))
+        self.signatures[comp.name] = Signature(tuple(t for t, _ in param_types), from_mlir_type(result))
 
     def check_signature(
-        self, comp: s.Computation, ordered: list[s.Instruction], types: list[tuple[HloType, str]], root: HloType
+        self,
+        comp: s.Computation,
+        ordered: list[s.Instruction],
+        types: list[tuple[HloType, str]],
+        root: HloType | None,
     ) -> None:
         """XLA ignores a computation's written signature; a contradicting one is an error here."""
         sig = comp.params or []
@@ -210,7 +222,7 @@ class _Gen:
                     f"'{ordered[i].name}' has shape {t}",
                     sp.shape.pos,
                 )
-        if comp.result_shape is not None:
+        if comp.result_shape is not None and root is not None:
             written, _ = self.shape(comp.result_shape)
             if str(written) != str(root):
                 raise self.error(
@@ -223,6 +235,8 @@ class _Gen:
             at = ins.operands[0].pos if ins.operands else ins.opcode_pos
             raise self.error("parameter expects its number, like parameter(0)", at)
         text = ins.operands[0].literal.text
+        if ins.shape is None:
+            raise self.error("a parameter needs its shape, like f32[2] parameter(0)", ins.opcode_pos)
         if not text.isdigit():
             raise self.error(f"bad parameter number '{text}': expected 0, 1, 2, ...", ins.operands[0].pos)
         return int(text)
@@ -269,13 +283,19 @@ class _Gen:
             close = difflib.get_close_matches(ins.opcode, list(OPCODES), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise self.error(f"unknown opcode '{ins.opcode}'{hint}", ins.opcode_pos)
-        result_type, shape_text = self.shape(ins.shape)
         attrs = self.attributes(ins.attributes) if ins.attributes else {}
+        operands = [] if ins.opcode == "constant" else self.operands(ins, info, values)
+        if ins.opcode == "broadcast" and "dimensions" not in attrs and _is_scalar(operands):
+            attrs["dimensions"] = ir.DenseI64ArrayAttr.get([])  # XLA's default for a scalar operand
         for required in info.required_attributes:
             if required not in attrs:
                 raise self.error(
                     f"{ins.opcode} '{ins.name}' is missing required attribute '{required}'", ins.opcode_pos
                 )
+        if ins.shape is None:
+            result_type, shape_text = self.infer(ins, operands, attrs), ""
+        else:
+            result_type, shape_text = self.shape(ins.shape)
         for a in ins.attributes:
             kind = kind_of(a.name)
             if kind is COMP:
@@ -286,25 +306,8 @@ class _Gen:
         attrs[NAME] = ir.StringAttr.get(ins.name)
         if has_layout_or_bounds(shape_text):
             attrs[SHAPE] = ir.StringAttr.get(shape_text)
-        operands: list[ir.Value] = []
         if ins.opcode == "constant":
             self.constant(ins, result_type, attrs)
-        else:
-            for o in ins.operands:
-                if o.name is None:
-                    raise self.error(f"{ins.opcode} operands must be instruction names", o.pos)
-                v = values[o.name]
-                if o.shape is not None:
-                    written, _ = self.shape(o.shape)
-                    if self.mlir_type(written) != v.type:
-                        raise self.error(
-                            f"operand '{o.name}' is written with shape {written} but its shape is "
-                            f"{_describe_type(v.type)}",
-                            o.pos,
-                        )
-                operands.append(v)
-            if not info.arity_ok(len(operands)):
-                raise self.error(f"{ins.opcode} expects {info.arity_text()}, got {len(operands)}", ins.opcode_pos)
         op = ir.Operation.create(
             info.op_name,
             results=[self.mlir_type(result_type)],
@@ -313,6 +316,43 @@ class _Gen:
             loc=self.loc(ins.pos),
         )
         return op.result
+
+    def operands(self, ins: s.Instruction, info: OpcodeInfo, values: dict[str, ir.Value]) -> list[ir.Value]:
+        operands: list[ir.Value] = []
+        for o in ins.operands:
+            if o.name is None:
+                raise self.error(f"{ins.opcode} operands must be instruction names", o.pos)
+            v = values[o.name]
+            if o.shape is not None:
+                written, _ = self.shape(o.shape)
+                if self.mlir_type(written) != v.type:
+                    raise self.error(
+                        f"operand '{o.name}' is written with shape {written} but its shape is "
+                        f"{_describe_type(v.type)}",
+                        o.pos,
+                    )
+            operands.append(v)
+        if not info.arity_ok(len(operands)):
+            raise self.error(f"{ins.opcode} expects {info.arity_text()}, got {len(operands)}", ins.opcode_pos)
+        return operands
+
+    def infer(self, ins: s.Instruction, operands: list[ir.Value], attrs: dict[str, ir.Attribute]) -> HloType:
+        """The result type of an instruction written without a shape, from XLA's shape rules."""
+        if ins.opcode in DECLARED_ONLY:
+            raise self.error(
+                f"{ins.opcode}: the result shape does not follow from the operands; write it before the opcode",
+                ins.opcode_pos,
+            )
+        decoded = {n: kind_of(n).decode(a) for n, a in attrs.items() if not n.startswith("hlo.")}
+        types = [from_mlir_type(v.type) for v in operands]
+        try:
+            return infer_result_type(ins.opcode, types, decoded, self.signatures)
+        except ShapeError as e:
+            raise self.error(
+                f"{ins.opcode}: the result shape cannot be inferred ({e}); write it before the opcode", ins.opcode_pos
+            ) from None
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
+            raise self.error(f"{ins.opcode}: the result shape cannot be inferred ({e})", ins.opcode_pos) from None
 
     def check_computation(self, name: str, attr: s.Attribute) -> None:
         if name not in self.computations:
@@ -358,9 +398,11 @@ def _offset_pos(node: s.Shape, offset: int) -> s.Pos:
 
 
 def _describe_type(t: ir.Type) -> str:
-    from hlo_mlir.dialects import from_mlir_type
-
     return str(from_mlir_type(t))
+
+
+def _is_scalar(operands: list[ir.Value]) -> bool:
+    return len(operands) == 1 and isinstance(operands[0].type, ir.RankedTensorType) and operands[0].type.rank == 0
 
 
 def import_module(tree: s.Module, text: str, filename: str) -> ir.Module:

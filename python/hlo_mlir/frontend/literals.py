@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -21,18 +22,60 @@ class LiteralError(ValueError):
 
 def _float(text: str) -> float:
     """A floating-point literal's value; an integer token is an integer first, as in XLA's lexer, so
-    `-0` is +0.0 (only `-0.0` is negative zero)."""
+    `-0` is +0.0 (only `-0.0` is negative zero).  A NaN payload (`-nan(0x7f)`) is set by `_set_payloads`."""
+    if text[-1] == ")":
+        text = text[: text.index("(")]
     return float(int(text)) if re.fullmatch(r"[-+]?[0-9]+", text) else float(text)
+
+
+# IEEE-like types whose NaNs carry a payload in the mantissa, as XLA reads and prints them.
+_PAYLOAD_TYPES = ("f16", "bf16", "f32", "f64")
+
+
+def _nan_payload(text: str) -> int | None:
+    """The payload of `nan(0x..)`, None for a literal without one."""
+    return int(text[text.index("(") + 1 : -1], 16) if text[-1] == ")" else None
+
+
+def _mantissa_bits(dtype: np.dtype) -> int:
+    import ml_dtypes
+
+    return int(ml_dtypes.finfo(dtype).nmant)
+
+
+def _set_payloads(arr: np.ndarray, payloads: list[tuple[int, int]], et: ElementType) -> None:
+    """Write NaN payloads (flat index, payload) into the mantissa bits, keeping each NaN's sign."""
+    bits = arr.reshape(-1).view(np.dtype(f"u{arr.dtype.itemsize}"))
+    nmant = _mantissa_bits(arr.dtype)
+    exponent = ((1 << (arr.dtype.itemsize * 8 - 1 - nmant)) - 1) << nmant
+    sign = bits.dtype.type(1 << (arr.dtype.itemsize * 8 - 1))
+    for index, payload in payloads:
+        bits[index] = (bits[index] & sign) | bits.dtype.type(exponent | payload)
+
+
+def _check_float_text(lit: Literal, et: ElementType) -> None:
+    """A NaN payload must fit the mantissa (and not be 0, which would be infinity)."""
+    payload = _nan_payload(lit.text)
+    if payload is None:
+        return
+    if et.hlo not in _PAYLOAD_TYPES:
+        raise LiteralError(f"NaN payloads are not supported for {et.hlo}", lit)
+    nmant = _mantissa_bits(np.dtype(et.dtype))
+    if not 0 < payload < (1 << nmant):
+        raise LiteralError(f"NaN payload 0x{payload:x} is out of range for {et.hlo} (1 to 0x{(1 << nmant) - 1:x})", lit)
 
 
 def _scalar(lit: Literal, et: ElementType) -> object:
     if et.is_complex:
         if lit.kind != "paren" or len(lit.children) != 2:
             raise LiteralError(f"expected a complex value like (1, 2) for {et.hlo}", lit)
-        return complex(float(_scalar(lit.children[0], _F64)), float(_scalar(lit.children[1], _F64)))  # type: ignore[arg-type]
+        part = _F32 if et.hlo == "c64" else _F64
+        return complex(float(_scalar(lit.children[0], part)), float(_scalar(lit.children[1], part)))  # type: ignore[arg-type]
     if lit.kind not in ("number", "name"):
         raise LiteralError(f"expected a scalar {et.hlo} value", lit)
     text = lit.text
+    if et.is_unsigned_int and et.bits == 64 and re.fullmatch(r"-[0-9]+", text) and int(text) >= -(1 << 63):
+        return int(text) + (1 << 64)  # XLA reads an s64 token into u64 by wrapping: -1 is 2^64-1
     if et.is_pred:
         if text in _BOOL_WORDS:
             return _BOOL_WORDS[text]
@@ -49,9 +92,13 @@ def _scalar(lit: Literal, et: ElementType) -> object:
             raise LiteralError(f"value {value} is out of range for {et.hlo} [{lo}, {hi}]", lit)
         return value
     try:
-        return _float(text)
+        value = _float(text)
     except ValueError:
         raise LiteralError(f"expected a number for {et.hlo}, got '{text}'", lit) from None
+    _check_float_text(lit, et)
+    if math.isinf(value) and "inf" not in text:
+        raise LiteralError(f"value {text} is out of range for {et.hlo}", lit)
+    return value
 
 
 def _in_range(row: list, et: ElementType) -> bool:  # type: ignore[type-arg]
@@ -61,6 +108,7 @@ def _in_range(row: list, et: ElementType) -> bool:  # type: ignore[type-arg]
 
 
 _F64 = ElementType("f64", "f64", np.dtype(np.float64), 64)
+_F32 = ElementType("f32", "f32", np.dtype(np.float32), 32)
 
 
 def literal_to_array(lit: Literal, t: ArrayType) -> np.ndarray:
@@ -89,7 +137,7 @@ def literal_to_array(lit: Literal, t: ArrayType) -> np.ndarray:
                         row = [_float(x) if v == 0 else v for x, v in zip(items, row)]
                 except ValueError:
                     row = None
-                if row is not None and (fast is float or _in_range(row, et)):
+                if row is not None and (fast is int and _in_range(row, et) or fast is float and not any(map(math.isinf, row))):
                     flat.extend(row)
                     return
         if node.kind != "brace":
@@ -101,20 +149,49 @@ def literal_to_array(lit: Literal, t: ArrayType) -> np.ndarray:
                 node,
             )
         for child in node.children:
+            if child.text[-1:] == ")" and et.is_float:
+                payloads.append((len(flat), _nan_payload(child.text) or 0))
             walk(child, depth + 1)
 
+    payloads: list[tuple[int, int]] = []
     if t.rank == 0 and lit.kind == "brace" and len(lit.children) == 1:
         lit = lit.children[0]
+    if lit.kind == "number" and lit.text[-1:] == ")" and et.is_float:
+        payloads.append((0, _nan_payload(lit.text) or 0))
     walk(lit, 0)
-    if t.element.is_integer:
-        arr = np.array(flat, dtype=object)
-    elif t.element.is_complex:
-        arr = np.array(flat, dtype=np.complex128)
-    elif t.element.is_pred:
-        arr = np.array(flat, dtype=np.bool_)
-    else:
-        arr = np.array(flat, dtype=np.float64)
-    return arr.astype(t.dtype).reshape(t.dims)
+    if et.is_integer:
+        return np.array(flat, dtype=object).astype(t.dtype).reshape(t.dims)
+    if et.is_pred:
+        return np.array(flat, dtype=np.bool_).reshape(t.dims)
+    wide = np.array(flat, dtype=np.complex128 if et.is_complex else np.float64)
+    with np.errstate(over="ignore"):
+        arr = wide.astype(t.dtype)
+    overflow = np.isinf(arr.view(arr.real.dtype) if et.is_complex else arr)
+    if overflow.any():
+        parts = wide.view(np.float64) if et.is_complex else wide
+        bad = np.flatnonzero(overflow & ~np.isinf(parts))
+        if bad.size:
+            node = _nth_scalar(lit, int(bad[0]) // 2) if et.is_complex else _nth_scalar(lit, int(bad[0]))
+            if et.is_complex and len(node.children) == 2:
+                node = node.children[int(bad[0]) % 2]
+            raise LiteralError(f"value {node.text} is out of range for {et.hlo}", node)
+    if payloads:
+        _set_payloads(arr, payloads, et)
+    return arr.reshape(t.dims)
+
+
+def _nth_scalar(lit: Literal, index: int) -> Literal:
+    """The index-th scalar of a literal in row-major order (for the location of a diagnostic)."""
+    stack = [lit]
+    while stack:
+        node = stack.pop()
+        if node.kind == "brace":
+            stack.extend(reversed(node.children))
+            continue
+        if index == 0:
+            return node
+        index -= 1
+    return lit
 
 
 def _component(t: ArrayType) -> ArrayType:
@@ -193,17 +270,15 @@ def format_scalar(v: np.generic, et: ElementType) -> str:
 def _fmt_float(x: np.generic) -> str:
     """The shortest text that reads back as the same value of x's type (`-nan` keeps its sign; negative
     zero is `-0.0`, since an integer token `-0` reads back as +0)."""
+    with np.errstate(invalid="ignore"):  # a signaling NaN (a payload without the quiet bit) warns
+        if np.isnan(x):
+            return _nan_text(x)
     if x == 0 and np.signbit(x):
         return "-0.0"
     if x.dtype.itemsize >= 4:
-        text = str(x)  # NumPy's shortest round-tripping repr: 0.1, 16777216.0, 1e+20, inf, nan
-        if text[-1] == "n":
-            return "-nan" if np.signbit(x) else "nan"
-        return text.removesuffix(".0")
+        return str(x).removesuffix(".0")  # NumPy's shortest round-tripping repr: 0.1, 16777216.0, 1e+20, inf
     # bf16, f16, f8, f4: ml_dtypes prints 6 digits (bf16 0.1 as 0.100098), so search the shortest.
     f = float(x)
-    if f != f:
-        return "-nan" if np.signbit(f) else "nan"
     if f in (float("inf"), float("-inf")):
         return "inf" if f > 0 else "-inf"
     if f.is_integer() and abs(f) < 1e7:
@@ -211,6 +286,16 @@ def _fmt_float(x: np.generic) -> str:
     same = x.dtype.type
     with np.errstate(all="ignore"):  # candidates may overflow the type: they just don't match
         return next((t for p in range(1, 10) if same(float(t := f"{f:.{p}g}")) == x), repr(f))
+
+
+def _nan_text(x: np.generic) -> str:
+    """`nan`, `-nan`, or with XLA's payload suffix (`-nan(0x7f)`) when the payload is not the quiet NaN's."""
+    text = "-nan" if np.signbit(x) else "nan"
+    if str(x.dtype) not in ("float16", "bfloat16", "float32", "float64"):
+        return text
+    nmant = _mantissa_bits(x.dtype)
+    payload = int(np.asarray(x).view(np.dtype(f"u{x.dtype.itemsize}"))) & ((1 << nmant) - 1)
+    return text if payload == 1 << (nmant - 1) else f"{text}(0x{payload:x})"
 
 
 def format_literal(arr: np.ndarray, t: ArrayType) -> str:

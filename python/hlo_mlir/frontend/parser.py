@@ -9,6 +9,7 @@ FLAT_BRACE token this parses a 10,000-instruction module in about a second (benc
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from collections.abc import Iterator
@@ -93,7 +94,7 @@ class _Build(Transformer):
         if rest and isinstance(rest[0], tuple):
             params, result = rest[0]
             rest = rest[1:]
-        instrs = [c for c in rest if type(c) is s.Instruction]
+        instrs = _flatten([c for c in rest if type(c) is s.Instruction])
         attrs = [c for c in rest if type(c) is s.Attribute]
         return s.Computation(name, is_entry, params, result, instrs, attrs, _tpos(first))
 
@@ -110,16 +111,10 @@ class _Build(Transformer):
         is_root = first.type == "ROOT"
         if is_root:
             children = children[1:]
-        name, shape, opcode = children[0], children[1], children[2]
-        operands = []
-        attrs = []
-        for c in children[3:]:
-            t = type(c)
-            if t is s.Operand:
-                operands.append(c)
-            elif t is s.Attribute:
-                attrs.append(c)
-        return s.Instruction(_name(name), is_root, shape, str(opcode), _tpos(opcode), operands, attrs, _tpos(first))
+        name = children[0]
+        ins = _instruction(children[1:], _tpos(first))
+        ins.name, ins.is_root = _name(name), is_root
+        return ins
 
     # -- operands and literals -----------------------------------------------------------------
     def typed_operand(self, children):  # type: ignore[no-untyped-def]
@@ -129,6 +124,11 @@ class _Build(Transformer):
     def bare_operand(self, children):  # type: ignore[no-untyped-def]
         tok = children[0]
         return s.Operand(_tpos(tok), _name(tok))
+
+    def nested_operand(self, children):  # type: ignore[no-untyped-def]
+        first = children[0]
+        ins = _instruction(children, first.pos if isinstance(first, s.Shape) else _tpos(first))
+        return s.Operand(ins.pos, nested=ins)
 
     def literal_operand(self, children):  # type: ignore[no-untyped-def]
         lit = children[0]
@@ -194,6 +194,13 @@ class _Build(Transformer):
         tok = children[0]
         return s.Value("brace", str(tok), _tpos(tok), None)
 
+    def v_shaped_literal(self, children):  # type: ignore[no-untyped-def]
+        """`literal=s32[2]{0} {1, 2}` (custom-call): kept as written, like any value."""
+        first, last = children[0], children[-1]
+        end = last.pos.end if isinstance(last, s.Value) else last.end_pos
+        pos = s.Pos(first.line, first.column, first.start_pos, end)
+        return s.Value("literal", self.text[pos.start : pos.end], pos, [])
+
     def v_sep(self, children):  # type: ignore[no-untyped-def]
         tok = children[0]
         return s.Value(_SEP_KIND[tok], str(tok), _tpos(tok), [])
@@ -209,6 +216,56 @@ class _Build(Transformer):
     v_bracket = _group("bracket")
     v_paren = _group("paren")
     v_parens = v_paren
+
+
+def _instruction(children: list, pos: s.Pos) -> s.Instruction:  # type: ignore[type-arg]
+    """An unnamed instruction from `[shape] opcode ( operands ) [, attributes]`."""
+    shape = None
+    if isinstance(children[0], s.Shape):
+        shape, children = children[0], children[1:]
+    opcode = children[0]
+    operands = []
+    attrs = []
+    for c in children[1:]:
+        t = type(c)
+        if t is s.Operand:
+            operands.append(c)
+        elif t is s.Attribute:
+            attrs.append(c)
+    return s.Instruction("", False, shape, str(opcode), _tpos(opcode), operands, attrs, pos)
+
+
+# Deep enough for hand-written nesting; bounds the recursion over nested operands.
+MAX_NESTING = 100
+
+
+def _flatten(instrs: list[s.Instruction]) -> list[s.Instruction]:
+    """Instructions written in place as operands become instructions of the computation, placed
+    before their user and named as XLA names them: `<opcode>.anon`, then `<opcode>.anon.1`, ..."""
+    if not any(o.nested is not None for ins in instrs for o in ins.operands):
+        return instrs
+    taken = {ins.name for ins in instrs}
+    out: list[s.Instruction] = []
+
+    def visit(ins: s.Instruction, depth: int) -> None:
+        for o in ins.operands:
+            inner = o.nested
+            if inner is None:
+                continue
+            if depth >= MAX_NESTING:
+                raise _SyntaxError(f"operands nested more than {MAX_NESTING} levels deep", o.pos)
+            visit(inner, depth + 1)
+            name = base = f"{inner.opcode}.anon"
+            suffix = itertools.count(1)
+            while name in taken:
+                name = f"{base}.{next(suffix)}"
+            taken.add(name)
+            inner.name = o.name = name
+        out.append(ins)
+
+    for ins in instrs:
+        visit(ins, 0)
+    return out
 
 
 def _nodes(children: list) -> list:  # type: ignore[type-arg]

@@ -7,7 +7,7 @@ from functools import lru_cache
 
 from hlo_mlir.types import BY_HLO, DYNAMIC, ArrayType, HloType, OpaqueType, TokenType, TupleType
 
-_ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\](?:\{([^}]*)\})?")
+_ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]\s*(?:\{([^}]*)\})?")
 _DIM = re.compile(r"(<=)?([0-9]+)|\?")
 _MAX_DIM = 2**63 - 1  # XLA's and MLIR's dimensions are int64
 

@@ -111,7 +111,7 @@ class Shape:
 
 # The grammar's NUMBER and NAME terminals (hlo.lark), for the items of flat brace literals.
 NUMBER_RE = (
-    r"[-+]?(?:(?:inf|nan)(?![A-Za-z0-9_.\-])|[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9]+(?:[eE][-+]?[0-9]+)?)"
+    r"[-+]?(?:(?:inf|nan(?:\(0x[0-9A-Fa-f]+\))?)(?![A-Za-z0-9_.\-])|[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9]+(?:[eE][-+]?[0-9]+)?)"
 )
 NAME_RE = r"%?[A-Za-z_][A-Za-z0-9_.\-]*"
 _NUMBER = re.compile(NUMBER_RE)
@@ -176,13 +176,14 @@ class Operand:
     name: str | None = None
     shape: Shape | None = None
     literal: Literal | None = None
+    nested: Instruction | None = None  # an anonymous instruction written in place (named when flattened)
 
 
 @dataclass(slots=True)
 class Instruction:
     name: str
     is_root: bool
-    shape: Shape
+    shape: Shape | None  # None: to be inferred from the operands, as XLA does
     opcode: str
     opcode_pos: Pos
     operands: list[Operand]
