@@ -49,6 +49,7 @@ def apply(module: "Module", pipeline: str, *, stream: TextIO = sys.stderr, verif
     inst = Instrumentation(render=lambda _m: module.to_hlo(), stream=stream, **instrumentation)  # type: ignore[arg-type]
     if verify_each and _is_valid(module):  # an input loaded with --no-verify may break rules already
         inst.check = lambda _m, name: _verify_after(module, name)
+    module.invalidate()
     with module.context:
         run_pipeline(module.mlir, steps, inst)
     return inst.times

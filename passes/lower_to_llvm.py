@@ -9,7 +9,7 @@ from mlir.dialects import func
 from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.passes import linalg_fast_math, linalg_recompute, linalg_schedules
+from hlo_mlir.passes import linalg_fast_math, linalg_recompute, linalg_schedules, outline_kernels, parallelize
 
 if TYPE_CHECKING:
     from hlo_mlir.module import Module
@@ -18,12 +18,13 @@ STAGES = ("linalg", "loops", "llvm", "llvm-ir")
 
 # Tensors -> buffers -> affine loops -> scf. symbol-dce drops computations nothing calls any more (bodies
 # of call/while/conditional/fusion are inlined at their uses).
-LOOPS = (
+BUFFERS = (
     "symbol-dce,canonicalize,linalg-fuse-elementwise-ops,"
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
-    "canonicalize,buffer-deallocation-pipeline,convert-linalg-to-affine-loops,"
-    "func.func(affine-loop-invariant-code-motion),convert-vector-to-scf{full-unroll},lower-affine,canonicalize,cse"
+    "canonicalize,buffer-deallocation-pipeline"
 )
+AFFINE = "convert-linalg-to-affine-loops,func.func(affine-loop-invariant-code-motion)"
+LOOPS = "convert-vector-to-scf{full-unroll},lower-affine,canonicalize,cse"
 # Loops -> LLVM dialect (libm for the math functions LLVM has no intrinsic for; complex ops expand to
 # real arithmetic first, complex values become {re, im} structs). log1p goes to libm (LLVM's
 # approximation is log(1 + x), 0 for tiny x), and so does scalar expm1 (`_expm1_to_libm`: the LLVM
@@ -31,9 +32,11 @@ LOOPS = (
 # affine.apply for the subviews of tiled code, hence the second lower-affine; vector and ub (poison)
 # ops come from the vectorized schedules.
 LLVM = (
-    "convert-bufferization-to-memref,convert-complex-to-standard,convert-scf-to-cf,"
+    "scf-forall-to-parallel,convert-scf-to-openmp,"
+    "convert-bufferization-to-memref,convert-complex-to-standard,"
     "convert-math-to-llvm{approximate-log1p=false},convert-math-to-libm,expand-strided-metadata,"
-    "lower-affine,convert-vector-to-llvm,convert-complex-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,"
+    "lower-affine,convert-vector-to-llvm,convert-complex-to-llvm,finalize-memref-to-llvm,convert-scf-to-cf,"
+    "convert-openmp-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,"
     "convert-func-to-llvm,convert-index-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts"
 )
 
@@ -57,14 +60,33 @@ def _readonly_arguments(module: ir.Module) -> None:
                 op.operation.attributes["arg_attrs"] = ir.ArrayAttr.get([readonly] * n)
 
 
-def to_loops(module: ir.Module) -> ir.Module:
-    """Bufferize and turn linalg ops into loops over memrefs (in place); marked hot ops get vectorized first."""
+def to_loops(module: ir.Module, profile: bool = False, threads: int = 0) -> ir.Module:
+    """Bufferize and turn linalg ops into loops over memrefs (in place); marked hot ops get vectorized first.
+    Each loop nest becomes a kernel function (`outline_kernels`; `profile` times each call); unless
+    `threads` is 1, big kernels get a parallel outer loop (`parallelize`)."""
     linalg_schedules.apply(module)
     linalg_fast_math.apply(module)
     linalg_recompute.apply(module)
     _readonly_arguments(module)
+    _run(module, BUFFERS, "buffers")
+    outline_kernels.apply(module, profile)
+    _run(module, AFFINE, "loops")
+    if threads != 1:
+        parallelize.apply(module)
     _run(module, LOOPS, "loops")
     return module
+
+
+def kernel_locations(module: ir.Module) -> dict[str, list[str]]:
+    """Kernel symbol -> `line:col` locations of the HLO instructions whose code it holds (`outline_kernels`)."""
+    out = {}
+    with module.context:
+        for op in module.body.operations:
+            attrs = op.operation.attributes
+            if outline_kernels.KERNEL_ATTR in attrs:
+                name = ir.StringAttr(attrs["sym_name"]).value
+                out[name] = [ir.StringAttr(a).value for a in ir.ArrayAttr(attrs[outline_kernels.KERNEL_ATTR])]
+    return out
 
 
 def _expm1_to_libm(module: ir.Module) -> None:
@@ -113,7 +135,7 @@ def emit(module: "Module", stage: str, text: str | None = None) -> str:
 
     lowered = convert(module, text)
     if stage != "linalg":
-        to_loops(lowered)
+        to_loops(lowered, threads=parallelize.configured_threads())
     if stage in ("llvm", "llvm-ir"):
         to_llvm(lowered)
     if stage == "llvm-ir":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from hlo_mlir import io
@@ -26,6 +27,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--abs-error-bound", type=float, default=1e-3, help="--compare fails beyond this (default 1e-3)")
     p.add_argument("--rel-error-bound", type=float, default=1e-3, help="--compare fails beyond this (default 1e-3)")
     p.add_argument("--bench", type=int, metavar="N", help="run N times; last line 'compile_ms=... run_ms_median=...'")
+    p.add_argument("--profile", action="store_true",
+                   help="after the run, print the slowest compiled kernels (time, share, HLO instructions)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="compile afresh: neither read nor write the on-disk compile cache (~/.cache/hlo-mlir)")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="threads for the compiled code's parallel loops (default: HLO_MLIR_NUM_THREADS, else every core)")
     p.add_argument("--replicas", type=int, default=1, help="run N replicas in one process")
     p.add_argument("--verify", action=argparse.BooleanOptionalAction, default=True,
                    help="check shape rules before running (default on)")
@@ -67,6 +74,19 @@ def main(argv: list[str] | None = None) -> int:
             inputs = io.random_inputs(types, args.seed)
         else:
             raise io.HloError(f"the entry computation takes {len(types)} argument(s): give --inputs or --random-inputs")
+        if args.no_cache:
+            os.environ["HLO_MLIR_NO_CACHE"] = "1"
+        if args.threads is not None:
+            if args.threads < 1:
+                raise io.HloError(f"--threads must be at least 1, got {args.threads}")
+            os.environ["HLO_MLIR_NUM_THREADS"] = str(args.threads)
+        if args.profile:
+            if args.backend != "jit" or args.replicas != 1:
+                raise io.HloError("--profile times the compiled kernels: it needs --backend jit and one replica")
+            from hlo_mlir.runtime.measure import profile
+
+            print(profile(module, inputs, args.bench or 1))
+            return
         if args.bench:
             from hlo_mlir.runtime.measure import bench
 

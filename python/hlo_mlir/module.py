@@ -25,6 +25,11 @@ class Module:
         self.context = context
         self.filename = filename
         self.source = source  # the text it was read from, for diagnostics' source lines
+        self._compiled: dict = {}  # the JIT's builds of this module by options (`runtime.jit.compile_module`)
+
+    def invalidate(self) -> None:
+        """Forget the compiled code after changing `self.mlir` in place (`passes.apply` does this)."""
+        self._compiled = {}
 
     def verify(self) -> None:
         """Raise HloError at the first instruction breaking a shape rule (see hlo_mlir.verifier)."""

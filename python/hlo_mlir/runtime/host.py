@@ -2,7 +2,7 @@
 
 A lowering rule registers a `HostFunction` under a fresh symbol name and emits a call to an external
 `func.func` of that name taking memref descriptors (inputs, then preallocated outputs). When the module
-is compiled, `register_all` binds each such symbol in the ExecutionEngine to a ctypes trampoline that
+is compiled, each such symbol is bound (`runtime.native.bind_host_functions`) to a ctypes trampoline that
 views the descriptors as NumPy arrays, runs the Python function and copies its results into the outputs.
 An exception inside the callback cannot unwind through JIT-compiled frames: it is recorded and raised as
 an `HloError` once the entry function returns (`raise_pending`); later callbacks of that call do nothing.
@@ -129,14 +129,9 @@ def _trampoline(hf: HostFunction) -> Any:
     return ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n)(call)
 
 
-def register_all(engine: Any, symbols: Sequence[str]) -> list[Any]:
-    """Bind `symbols` in `engine`; returns the ctypes callbacks, which must outlive the engine."""
-    keep = []
-    for name in symbols:
-        cb = _trampoline(FUNCTIONS[name])
-        engine.register_runtime(name, cb)
-        keep.append(cb)
-    return keep
+def trampoline(name: str) -> Any:
+    """The ctypes callback for host symbol `name`, to be kept alive as long as the code calling it."""
+    return _trampoline(FUNCTIONS[name])
 
 
 def raise_pending() -> None:

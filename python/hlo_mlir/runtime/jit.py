@@ -1,4 +1,8 @@
-"""Compile a `Module` with MLIR's ExecutionEngine and call its entry function on NumPy arrays.
+"""Compile a `Module` to a native shared library (`runtime.native`) and call its entry function on NumPy arrays.
+
+A compiled module is kept on the `Module` object (found again without re-printing it; `Module.invalidate`
+drops it after an in-place change) and, unless it calls host functions, as a library in the on-disk cache
+(`runtime.cache`), so the next process skips code generation.
 
 Calling convention (`llvm.emit_c_interface`): `_mlir_ciface_<entry>(results*, arg descriptors*...)`
 where `results` is one memref descriptor (one result) or a struct of them (several); tuples and
@@ -10,9 +14,11 @@ copied.
 from __future__ import annotations
 
 import ctypes
+import functools
+import re
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -21,11 +27,13 @@ from hlo_mlir.diagnostics import HloError
 from hlo_mlir.runtime import host
 from hlo_mlir.types import ArrayType
 
+_PROFILE_SLOTS = 65536  # HLO_MLIR_MAX_KERNELS in support.c
 _GLOBAL_SENTINEL = 0xDEADBEEF  # memref.get_global's "allocated" pointer
 _libc = ctypes.CDLL(None)
 _libc.free.argtypes = [ctypes.c_void_p]
 
 
+@functools.cache
 def _descriptor_type(rank: int) -> type[ctypes.Structure]:
     fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p), ("offset", ctypes.c_int64)]
     if rank:
@@ -47,13 +55,45 @@ def _storage_dtype(t: ArrayType) -> np.dtype:
 
 @dataclass
 class Compiled:
-    engine: Any
+    lib: Any  # the loaded ctypes.CDLL
     entry: str
     params: list[ArrayType]
     results: list[ArrayType]
     compile_ms: float
-    host_callbacks: tuple = ()  # ctypes trampolines of the module's host functions (must outlive `engine`)
+    host_callbacks: tuple = ()  # ctypes trampolines of the module's host functions (must outlive `lib`)
     signature: tuple = ()  # (entry name, parameter types as in HLO (tuples unflattened), parameter names)
+    from_cache: bool = False  # loaded from the on-disk cache (no code generation in this process)
+    kernels: dict = field(default_factory=dict)  # kernel symbol -> HLO instruction names (for --profile)
+    _fn: Any = None
+    _result_struct: Any = None
+
+    def __post_init__(self) -> None:
+        from hlo_mlir.runtime import native
+
+        self._fn = native.entry_point(self.lib, self.entry)
+        res_types = [_descriptor_type(len(t.dims)) for t in self.results]
+        if len(res_types) > 1:
+            self._result_struct = type("Results", (ctypes.Structure,),
+                                       {"_fields_": [(f"r{i}", rt) for i, rt in enumerate(res_types)]})
+        elif res_types:
+            self._result_struct = res_types[0]
+
+    def profile(self) -> list[tuple[str, list[str], float, int]]:
+        """(kernel, its HLO instructions, seconds, calls) for every kernel called since the last `profile()`,
+        slowest first; empty unless compiled with `profile=True`."""
+        try:
+            ns = (ctypes.c_int64 * _PROFILE_SLOTS).in_dll(self.lib, "hlo_mlir_prof_ns")
+            calls = (ctypes.c_int64 * _PROFILE_SLOTS).in_dll(self.lib, "hlo_mlir_prof_calls")
+        except ValueError:
+            return []
+        rows = []
+        for symbol, instructions in self.kernels.items():
+            i = int(symbol.rsplit("_k", 1)[1])
+            if i < _PROFILE_SLOTS and calls[i]:
+                rows.append((symbol, instructions, ns[i] * 1e-9, int(calls[i])))
+        ctypes.memset(ns, 0, ctypes.sizeof(ns))
+        ctypes.memset(calls, 0, ctypes.sizeof(calls))
+        return sorted(rows, key=lambda r: -r[2])
 
     def flatten_arguments(self, args: Sequence[Any]) -> list[Any]:
         """User arguments checked like the interpreter's (same messages), tuples flattened to the leaves
@@ -68,7 +108,7 @@ class Compiled:
         if len(args) != len(self.params):
             raise HloError(f"jit: the entry computation takes {len(self.params)} array argument(s), got {len(args)}")
         keep: list[Any] = []
-        arg_ptrs = []
+        arg_ptrs: list[Any] = []
         spans = []
         for a, t in zip(args, self.params):
             arr = np.asarray(a, dtype=_storage_dtype(t), order="C")  # ascontiguousarray would make 0-d arrays 1-d
@@ -82,17 +122,14 @@ class Compiled:
                 desc.strides[:] = [s // max(arr.itemsize, 1) for s in arr.strides]
             keep += [arr, desc]
             spans.append((arr.ctypes.data, arr.ctypes.data + arr.nbytes))
-            arg_ptrs.append(ctypes.pointer(ctypes.pointer(desc)))
-        res_types = [_descriptor_type(len(t.dims)) for t in self.results]
-        if len(res_types) == 1:
-            out = res_types[0]()
-            descs = [out]
-        else:
-            packed = type("Results", (ctypes.Structure,), {"_fields_": [(f"r{i}", rt) for i, rt in enumerate(res_types)]})
-            out = packed()
-            descs = [getattr(out, f"r{i}") for i in range(len(res_types))]
-        ptrs = ([ctypes.pointer(ctypes.pointer(out))] if res_types else []) + arg_ptrs
-        self.engine.invoke(self.entry, *ptrs)
+            arg_ptrs.append(ctypes.byref(desc))
+        descs: list[Any] = []
+        ptrs = arg_ptrs
+        if self._result_struct is not None:
+            out = self._result_struct()
+            descs = [out] if len(self.results) == 1 else [getattr(out, f"r{i}") for i in range(len(self.results))]
+            ptrs = [ctypes.byref(out), *arg_ptrs]
+        self._fn(*ptrs)
         host.raise_pending()
         # A buffer the compiled code allocated for exactly one result becomes that NumPy array (freed with
         # it); others (shared by two results, an argument's, a global constant's) are copied, then freed
@@ -122,9 +159,6 @@ class Compiled:
         return values
 
 
-_CACHE: dict[str, Compiled] = {}
-
-
 def _leaves(t: Any, v: Any) -> list[Any]:
     from hlo_mlir.types import TokenType, TupleType
 
@@ -133,22 +167,63 @@ def _leaves(t: Any, v: Any) -> list[Any]:
     return [] if isinstance(t, TokenType) else [v]
 
 
-def compile_module(module: Any, text: str | None = None) -> Compiled:
-    """Lower and JIT-compile `module` (a `hlo_mlir.module.Module`); cached per process by its MLIR text."""
-    from mlir import ir
-    from mlir.execution_engine import ExecutionEngine
+def compile_module(module: Any, text: str | None = None, use_cache: bool = True, profile: bool = False) -> Compiled:
+    """Lower and compile `module` (a `hlo_mlir.module.Module`), or find it compiled: on the object itself,
+    then (`use_cache`) in the on-disk cache keyed by its MLIR text and the compiler's identity. `profile`
+    builds the variant whose kernels time themselves (`Compiled.profile`)."""
+    from hlo_mlir.runtime import cache, native
 
-    from hlo_mlir.dialects import from_mlir_type
-    from hlo_mlir.passes import lower_to_llvm
-    from hlo_mlir.passes.convert_hlo_to_linalg import convert
-    from hlo_mlir.interpreter.evaluator import parameter_names
-    from hlo_mlir.passes.convert_hlo_to_linalg.core import leaves
+    from hlo_mlir.passes.parallelize import configured_threads
 
-    key = module.to_mlir()
-    hit = _CACHE.get(key)
+    threads = configured_threads()
+    options = f"profile={int(profile)} parallel={int(threads != 1)}"
+    hit = module._compiled.get(options)
     if hit is not None:
         return hit
     start = time.perf_counter()
+    use_cache = use_cache and cache.enabled()
+    key = cache.key(module.to_mlir(), options)
+    meta = cache.lookup(key) if use_cache else None
+    if meta is not None:
+        compiled = Compiled(native.load(cache.library(key)), **meta, compile_ms=0.0, from_cache=True)
+    else:
+        compiled = _compile(module, text, key if use_cache else None, profile, threads)
+    if threads > 1:
+        native.set_threads(threads)
+    compiled.compile_ms = (time.perf_counter() - start) * 1e3
+    module._compiled[options] = compiled
+    return compiled
+
+
+def _kernel_instructions(module: Any, locations: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Kernel symbol -> names of the HLO instructions at its source locations."""
+    from mlir import ir
+
+    at: dict[str, str] = {}
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if "hlo.name" in op.attributes:
+            m = re.search(r'":(\d+):(\d+)', str(op.location))
+            if m:
+                at.setdefault(f"{m.group(1)}:{m.group(2)}", ir.StringAttr(op.attributes["hlo.name"]).value)
+        return ir.WalkResult.ADVANCE
+
+    module.mlir.operation.walk(visit)
+    return {k: [at[loc] for loc in locs if loc in at] for k, locs in locations.items()}
+
+
+def _compile(module: Any, text: str | None, key: str | None, profile: bool, threads: int) -> Compiled:
+    """Lower `module` to LLVM IR and build it; stored in the cache under `key` (when given and the module
+    calls no host function, whose Python callbacks live only in this process)."""
+    from mlir import ir
+
+    from hlo_mlir.dialects import from_mlir_type
+    from hlo_mlir.interpreter.evaluator import parameter_names
+    from hlo_mlir.passes import lower_to_llvm
+    from hlo_mlir.passes.convert_hlo_to_linalg import convert
+    from hlo_mlir.passes.convert_hlo_to_linalg.core import leaves
+    from hlo_mlir.runtime import cache, native
+
     lowered = convert(module, text)
     with module.context:
         entry = None
@@ -161,26 +236,29 @@ def compile_module(module: Any, text: str | None = None) -> Compiled:
         name = ir.StringAttr(entry.attributes["sym_name"]).value
         ftype = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
         hlo_params = [from_mlir_type(t) for t in ftype.inputs]
-        params = [a for t in hlo_params for a in leaves(t)]
-        signature = (name, tuple(hlo_params), tuple(parameter_names(entry)))
-        results = [a for t in ftype.results for a in leaves(from_mlir_type(t))]
-        symbols = [
-            ir.StringAttr(op.operation.attributes["sym_name"]).value
-            for op in lowered.body.operations
-            if op.operation.name == "func.func" and host.ATTRIBUTE in op.operation.attributes
-        ]
-        lower_to_llvm.to_loops(lowered)
+        meta = {
+            "entry": name,
+            "params": [a for t in hlo_params for a in leaves(t)],
+            "results": [a for t in ftype.results for a in leaves(from_mlir_type(t))],
+            "signature": (name, tuple(hlo_params), tuple(parameter_names(entry))),
+        }
+        lower_to_llvm.to_loops(lowered, profile, threads)
+        meta["kernels"] = _kernel_instructions(module, lower_to_llvm.kernel_locations(lowered))
         lower_to_llvm.to_llvm(lowered)
-        try:
-            engine = ExecutionEngine(lowered, opt_level=3)
-        except Exception as e:  # the engine reports LLVM failures as RuntimeError
-            raise HloError(f"jit: LLVM compilation failed: {e}") from None
-        callbacks = tuple(host.register_all(engine, symbols))  # before any lookup resolves the symbols
-        if not engine.raw_lookup("_mlir_ciface_" + name):  # e.g. an unresolved libm symbol
-            raise HloError(f"jit: LLVM compilation of '{name}' failed (see the JIT session error above)")
-    compiled = Compiled(engine, name, params, results, (time.perf_counter() - start) * 1e3, callbacks, signature)
-    _CACHE[key] = compiled
-    return compiled
+        ir_text = lower_to_llvm.to_llvm_ir(lowered)
+    symbols = native.host_symbols(ir_text)
+    libs = [native.openmp_library()] if "@__kmpc_" in ir_text else []
+    if key is not None and not symbols:
+        native.build(ir_text, cache.library(key), libs)
+        cache.store(key, meta)
+        return Compiled(native.load(cache.library(key)), **meta, compile_ms=0.0)
+    path = cache.scratch_library()
+    native.build(ir_text, path, libs)
+    lib = native.load(path)
+    path.unlink()  # the mapping stays valid; nothing else will load this one
+    callbacks = {s: host.trampoline(s) for s in symbols}
+    native.bind_host_functions(lib, callbacks)
+    return Compiled(lib, **meta, compile_ms=0.0, host_callbacks=tuple(callbacks.values()))
 
 
 def run(module: Any, args: Sequence[Any], replicas: int = 1, infeed: Any = (), outfeed: list | None = None) -> list:

@@ -68,3 +68,29 @@ def bench(module: Any, inputs: Sequence[Any], backend: str, n: int) -> Timing:
         module.run(*inputs, backend=backend)
         times.append((time.perf_counter() - start) * 1e3)
     return Timing(compile_ms, statistics.median(times))
+
+
+def profile(module: Any, inputs: Sequence[Any], runs: int = 1, limit: int = 20) -> str:
+    """Like XLA's HLO profile: the slowest kernels of `runs` JIT runs (time per run, share of the run,
+    calls per run, the HLO instructions whose code each holds), then how much of the run they cover."""
+    from hlo_mlir.runtime.jit import compile_module
+
+    compiled = compile_module(module, profile=True)
+    flat = compiled.flatten_arguments(list(inputs))
+    compiled.profile()  # reset the counters
+    start = time.perf_counter()
+    for _ in range(max(runs, 1)):
+        compiled(*flat)
+    wall = (time.perf_counter() - start) / max(runs, 1)
+    rows = compiled.profile()
+    lines = [f"{'kernel':<12} {'ms/run':>10} {'share':>7} {'calls':>6}  instructions"]
+    for symbol, instructions, seconds, calls in rows[:limit]:
+        ms = seconds * 1e3 / max(runs, 1)
+        names = ", ".join(instructions) or "?"
+        if len(names) > 70:
+            names = names[:67] + "..."
+        lines.append(f"{symbol.rsplit('_', 1)[1]:<12} {ms:10.3f} {ms / (wall * 1e3):7.1%} {calls // max(runs, 1):6d}  {names}")
+    covered = sum(r[2] for r in rows) / max(runs, 1)
+    lines.append(f"{len(rows)} kernels: {covered * 1e3:.3f} ms of {wall * 1e3:.3f} ms per run "
+                 f"({covered / wall if wall else 0:.1%}); the rest is glue (allocation, copies, calls)")
+    return "\n".join(lines)

@@ -1,0 +1,152 @@
+"""Move every loop nest of a bufferized module into a function of its own (a kernel).
+
+LLVM's optimizer and code generator are super-linear in the size of a function: a model lowered into one
+entry function of tens of thousands of lines spends seconds in it, where the same code as a few hundred
+small functions compiles in a fraction of that, and the functions can be compiled in parallel processes
+(`runtime.native`). So, after bufferization, each linalg op and each loop nest made by a schedule
+(`scf.for`/`scf.forall`/`scf.parallel` without results) becomes `func.func private @<entry>_k<N>`, called
+where it was; the kernels are marked `noinline` so the optimizer keeps them apart. Memref, index and
+scalar values the kernel reads from outside become its arguments; constants are cloned in instead, so
+loop bounds and strides stay known to LLVM.
+
+Each kernel carries `hlo.locations`: the `line:col` source locations of the HLO instructions whose code it
+holds (the lowering keeps each instruction's location on the ops it emits). With `profile`, each call is wrapped in `hlo_mlir_prof_enter/exit(<N>)`
+(`runtime/support.c`), which `hlo-run --profile` reads back per kernel.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mlir import ir
+from mlir.dialects import arith, func
+
+KERNEL_ATTR = "hlo.locations"
+_KERNEL_OPS = ("scf.for", "scf.forall", "scf.parallel")
+_CLONED = ("arith.constant", "ub.poison")
+
+
+def _is_kernel(op: ir.Operation) -> bool:
+    if len(op.results):
+        return False
+    if op.name in _KERNEL_OPS:
+        return True
+    return op.name.startswith("linalg.") and op.name not in ("linalg.yield", "linalg.index")
+
+
+def _defined_inside(value: ir.Value, root: ir.Operation) -> bool:
+    owner = value.owner
+    block_owner = owner.owner if isinstance(owner, ir.Block) else owner
+    op = block_owner.operation if isinstance(block_owner, ir.OpView) else block_owner
+    while op is not None:
+        if op == root:
+            return True
+        parent = op.parent
+        op = parent.operation if parent is not None else None
+    return False
+
+
+def _captures(root: ir.Operation) -> list[ir.Value]:
+    """Values used inside `root` but defined outside it, in first-use order (no duplicates)."""
+    seen: list[ir.Value] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        for v in op.operands:
+            if v not in seen and not _defined_inside(v, root):
+                seen.append(v)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    return seen
+
+
+def _source_locations(root: ir.Operation) -> list[str]:
+    """The `line:col` file locations of `root`'s ops, in first-seen order."""
+    names: list[str] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        for line, col in re.findall(r'":(\d+):(\d+)', str(op.location)):
+            n = f"{line}:{col}"
+            if n not in names:
+                names.append(n)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    return names
+
+
+PROFILE_HOOKS = ("hlo_mlir_prof_enter", "hlo_mlir_prof_exit")
+
+
+class _Outliner:
+    def __init__(self, module: ir.Module, profile: bool) -> None:
+        self.module = module
+        self.count = 0
+        self.profile = profile
+        self.noinline = ir.ArrayAttr.get([ir.StringAttr.get("noinline")])
+        if profile:
+            i64 = ir.IntegerType.get_signless(64)
+            with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown():
+                for hook in PROFILE_HOOKS:
+                    func.FuncOp(hook, ([i64], []), visibility="private")
+
+    def function(self, f: ir.Operation) -> None:
+        prefix = ir.StringAttr(f.attributes["sym_name"]).value
+        for block in f.regions[0].blocks:
+            self._block(block, prefix, f)
+
+    def _block(self, block: ir.Block, prefix: str, f: ir.Operation) -> None:
+        for op in list(block.operations):
+            op = op.operation
+            if _is_kernel(op):
+                self._outline(op, prefix, f)
+            else:
+                for region in op.regions:
+                    for inner in region.blocks:
+                        self._block(inner, prefix, f)
+
+    def _outline(self, op: ir.Operation, prefix: str, f: ir.Operation) -> None:
+        captures = _captures(op)
+        cloned = [v for v in captures if isinstance(v.owner, ir.OpView) and v.owner.operation.name in _CLONED]
+        args = [v for v in captures if v not in cloned]
+        name = f"{prefix}_k{self.count}"
+        self.count += 1
+        with ir.InsertionPoint(f), op.location:
+            kernel = func.FuncOp(name, ([v.type for v in args], []))
+        kernel.operation.move_before(f)
+        kernel.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        kernel.attributes["passthrough"] = self.noinline
+        kernel.attributes[KERNEL_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(n) for n in _source_locations(op)])
+        with op.location:
+            body = kernel.add_entry_block()
+        mapping: dict[ir.Value, ir.Value] = dict(zip(args, body.arguments))
+        with ir.InsertionPoint(body), op.location:
+            for v in cloned:
+                mapping[v] = v.owner.operation.clone().results[0]
+            ret = func.ReturnOp([])
+        with ir.InsertionPoint(op), op.location:
+            if self.profile:
+                kid = arith.ConstantOp(ir.IntegerType.get_signless(64), self.count - 1).result
+                func.CallOp([], ir.FlatSymbolRefAttr.get(PROFILE_HOOKS[0]), [kid])
+            func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
+            if self.profile:
+                func.CallOp([], ir.FlatSymbolRefAttr.get(PROFILE_HOOKS[1]), [kid])
+        op.move_before(ret)
+
+        def remap(inner: ir.Operation) -> ir.WalkResult:
+            for i, v in enumerate(inner.operands):
+                if v in mapping:
+                    inner.operands[i] = mapping[v]
+            return ir.WalkResult.ADVANCE
+
+        op.walk(remap)
+
+
+def apply(module: ir.Module, profile: bool = False) -> None:
+    """Outline the loop nests of every function with a body (in place; bufferized modules only)."""
+    with module.context:
+        outliner = _Outliner(module, profile)
+        for f in list(module.body.operations):
+            f = f.operation
+            if f.name == "func.func" and len(f.regions[0].blocks) and KERNEL_ATTR not in f.attributes:
+                outliner.function(f)

@@ -1,0 +1,56 @@
+"""Run the outermost parallel loop of every big kernel on all threads (OpenMP).
+
+After `outline_kernels` and `convert-linalg-to-affine-loops`, each kernel is a function holding one
+affine loop nest. For kernels touching at least `MIN_ELEMENTS` elements, upstream `affine-parallelize`
+(dependence analysis; at most one parallel level, so the inner loops stay plain loops LLVM vectorizes)
+turns the outermost loop without a loop-carried dependence into `affine.parallel`; the LLVM pipeline
+then makes it an OpenMP worksharing loop (`convert-scf-to-openmp`). Small kernels stay sequential: a
+fork/join costs microseconds, more than they take. Schedules that tile with `scf.forall` reach OpenMP by
+the same route (`scf-forall-to-parallel` in the LLVM pipeline).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+from mlir import ir
+from mlir.passmanager import PassManager
+
+from hlo_mlir.diagnostics import HloError
+from hlo_mlir.passes import outline_kernels
+
+MIN_ELEMENTS = 1 << 16
+_PIPELINE = "func.func(canonicalize,affine-parallelize{max-nested=1})"
+
+
+def configured_threads() -> int:
+    """`HLO_MLIR_NUM_THREADS` (what `hlo-run --threads` sets); 0, the default, means every core."""
+    value = os.environ.get("HLO_MLIR_NUM_THREADS", "0")
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise HloError(f"HLO_MLIR_NUM_THREADS must be a thread count (0 for every core), got '{value}'")
+    return n
+
+
+def _elements(t: ir.Type) -> int:
+    if not isinstance(t, ir.MemRefType):
+        return 0
+    shape = ir.MemRefType(t).shape
+    return math.prod(shape) if all(d >= 0 for d in shape) else 0
+
+
+def apply(module: ir.Module) -> None:
+    """Parallelize the big kernels of `module` (in place)."""
+    with module.context:
+        pm = PassManager.parse(_PIPELINE)
+        for op in module.body.operations:
+            op = op.operation
+            if op.name != "func.func" or outline_kernels.KERNEL_ATTR not in op.attributes:
+                continue
+            ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+            if max((_elements(t) for t in ftype.inputs), default=0) >= MIN_ELEMENTS:
+                pm.run(op)

