@@ -1,0 +1,127 @@
+"""The native build of the JIT: kernels, on-disk cache, threads, profile, conversions from support.c."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import hlo_mlir
+from hlo_mlir.runtime.jit import compile_module
+
+BIG = """HloModule big
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[512,256] parameter(0)
+  e = f32[512,256] exponential(x)
+  z = f32[] constant(0)
+  ROOT s = f32[512] reduce(e, z), dimensions={1}, to_apply=add
+}
+"""
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HLO_MLIR_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("HLO_MLIR_NO_CACHE", raising=False)
+    return tmp_path
+
+
+def _x() -> np.ndarray:
+    return np.random.default_rng(0).standard_normal((512, 256)).astype(np.float32)
+
+
+def test_second_compile_loads_the_cached_library(cache_dir: Path) -> None:
+    first = compile_module(hlo_mlir.load(BIG))
+    assert not first.from_cache
+    assert len(list(cache_dir.glob("*.so"))) == 1
+    again = compile_module(hlo_mlir.load(BIG))  # a new Module object: found on disk, not rebuilt
+    assert again.from_cache
+    np.testing.assert_array_equal(again(_x())[0], first(_x())[0])
+
+
+def test_no_cache_writes_nothing(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HLO_MLIR_NO_CACHE", "1")
+    compiled = compile_module(hlo_mlir.load(BIG))
+    assert not compiled.from_cache
+    assert not list(cache_dir.glob("*.meta"))
+
+
+def test_compiled_module_is_kept_on_the_module_until_a_pass_changes_it(cache_dir: Path) -> None:
+    from hlo_mlir import passes
+
+    m = hlo_mlir.load(BIG)
+    c = compile_module(m)
+    assert compile_module(m) is c
+    passes.apply(m, "cse")
+    assert compile_module(m) is not c
+
+
+def test_threads_give_the_same_results(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    x = _x()
+    want = hlo_mlir.load(BIG).run(x)[0]
+    got = {}
+    for n in ("1", "2"):
+        monkeypatch.setenv("HLO_MLIR_NUM_THREADS", n)
+        got[n] = hlo_mlir.load(BIG).run(x, backend="jit")[0]
+    np.testing.assert_array_equal(got["1"], got["2"])
+    np.testing.assert_allclose(got["2"], want, rtol=2e-6)
+
+
+def test_bad_thread_count_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HLO_MLIR_NUM_THREADS", "many")
+    with pytest.raises(hlo_mlir.HloError, match="HLO_MLIR_NUM_THREADS must be a thread count"):
+        hlo_mlir.load(BIG).run(_x(), backend="jit")
+
+
+def _hlo_run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    tool = Path(sys.executable).with_name("hlo-run")
+    return subprocess.run([str(tool), *args], capture_output=True, text=True, env={**os.environ, **(env or {})})
+
+
+def test_profile_names_the_slowest_kernels(tmp_path: Path, cache_dir: Path) -> None:
+    path = tmp_path / "big.hlo"
+    path.write_text(BIG)
+    proc = _hlo_run(str(path), "--random-inputs", "--profile")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split()[:4] == ["kernel", "ms/run", "share", "calls"]
+    assert any(line.endswith("e, s") for line in lines[1:])  # the fused exponential + reduce kernel
+    assert "kernels:" in lines[-1] and "per run" in lines[-1]
+
+
+def test_threads_option_is_checked(tmp_path: Path) -> None:
+    path = tmp_path / "big.hlo"
+    path.write_text(BIG)
+    proc = _hlo_run(str(path), "--random-inputs", "--threads", "0")
+    assert proc.returncode == 1
+    assert "--threads must be at least 1" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("source", ["f32", "f64"])
+def test_conversion_to_bf16_rounds_to_nearest_even_like_xla(source: str, cache_dir: Path) -> None:
+    """f32/f64 -> bf16 goes through support.c (__truncsfbf2/__truncdfbf2): to nearest even, NaN kept; f64
+    through f32 first, as XLA:CPU (and ml_dtypes) convert."""
+    text = f"""HloModule c
+ENTRY main {{
+  x = {source}[8] parameter(0)
+  ROOT y = bf16[8] convert(x)
+}}
+"""
+    dtype = np.float32 if source == "f32" else np.float64
+    # f64 1 + 2^-8 + 2^-30 becomes the f32 tie 1 + 2^-8, which rounds to even: 1 (XLA gives 1 too).
+    x = np.array([1 + 2**-8 + 2**-30, 1 + 2**-8, 1 + 3 * 2**-8, -2.5, np.nan, np.inf, 3.4e38, 1e-40], dtype=dtype)
+    got = hlo_mlir.load(text).run(x, backend="jit")[0]
+    want = x.astype(ml_dtypes.bfloat16)  # ml_dtypes rounds once, to nearest even
+    np.testing.assert_array_equal(got.view(np.uint16)[4:5] & 0x7F80, np.array([0x7F80], np.uint16))
+    np.testing.assert_array_equal(np.delete(got, 4).astype(np.float64), np.delete(want, 4).astype(np.float64))
