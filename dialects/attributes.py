@@ -565,6 +565,95 @@ class Words(Kind):
         return ir.ArrayAttr.get([ir.StringAttr.get(str(x)) for x in value])
 
 
+class Checked(Raw):
+    """Kept verbatim like Raw, after checking the value's form the way XLA's parser does."""
+
+    def check(self, v: Value) -> None:
+        raise NotImplementedError
+
+    def encode(self, v: Value, raw: str) -> ir.Attribute:
+        self.check(v)
+        return super().encode(v, raw)
+
+
+def _shape_index(v: Value, what: str) -> None:
+    """`{}` or `{0, 1}`: a tuple shape index."""
+    for item in _brace(v, f"{what} like {{0, 1}}").items():
+        _int(item, "an integer in the shape index")
+
+
+def _param_and_index(v: Value, kinds: tuple[str, ...]) -> None:
+    """`(parameter, {shape index}[, kind])`."""
+    if v.kind != "paren":
+        raise AttrError(f"expected (parameter, {{shape index}}), got {_got(v)}", v)
+    parts = [g for g in v.groups()]
+    if not 2 <= len(parts) <= (3 if kinds else 2) or any(len(g) != 1 for g in parts):
+        raise AttrError("expected (parameter, {shape index}" + (", kind)" if kinds else ")"), v)
+    _int(parts[0][0], "a parameter number")
+    _shape_index(parts[1][0], "a parameter shape index")
+    if len(parts) == 3 and (parts[2][0].kind != "atom" or parts[2][0].text not in kinds):
+        raise AttrError(f"expected one of {', '.join(kinds)}", parts[2][0])
+
+
+class Aliasing(Checked):
+    """`input_output_alias={ {0}: (0, {}, may-alias), ... }`."""
+
+    def check(self, v: Value) -> None:
+        for group in _brace(v, "aliases like { {0}: (0, {}) }").groups():
+            if group[0].kind != "brace":
+                raise AttrError(f"expected an output shape index like {{0}}, got {_got(group[0])}", group[0])
+            _shape_index(group[0], "an output shape index")
+            if len(group) < 3 or group[1].kind != "colon":
+                raise AttrError("expected ':' after the output shape index", group[min(1, len(group) - 1)])
+            _param_and_index(group[2], ("may-alias", "must-alias"))
+            if len(group) > 3:
+                raise AttrError(f"expected ',' or '}}' after an alias, got {_got(group[3])}", group[3])
+
+
+class BufferDonor(Checked):
+    """`buffer_donor={ (0, {}), (1, {0}) }`."""
+
+    def check(self, v: Value) -> None:
+        for group in _brace(v, "donors like { (0, {}) }").groups():
+            _param_and_index(group[0], ())
+            if len(group) > 1:
+                raise AttrError(f"expected ',' or '}}' after a donor, got {_got(group[1])}", group[1])
+
+
+_ACCURACY_FIELDS = {"rtol": float, "atol": float, "ulps": int}
+
+
+class ResultAccuracy(Checked):
+    """`result_accuracy={mode=highest}` or `{tolerance={rtol=0.5, atol=1.0, ulps=2}}`."""
+
+    def check(self, v: Value) -> None:
+        items = _brace(v, "{mode=...} or {tolerance={...}}").children
+        if len(items) != 3 or items[0].kind != "atom" or items[1].kind != "eq":
+            raise AttrError("expected {mode=default|highest} or {tolerance={rtol=..., atol=..., ulps=...}}", items[0] if items else v)
+        key, value = items[0], items[2]
+        if key.text == "mode":
+            if value.kind != "atom" or value.text.lower() not in ("default", "highest"):
+                raise AttrError(f"expected the mode default or highest, got {_got(value)}", value)
+        elif key.text == "tolerance":
+            for group in _brace(value, "tolerances like {rtol=0.5, ulps=2}").groups():
+                name = group[0]
+                if name.text not in _ACCURACY_FIELDS or len(group) != 3 or group[1].kind != "eq":
+                    raise AttrError(f"expected rtol=, atol= or ulps=, got {_got(name)}", name)
+                try:
+                    _ACCURACY_FIELDS[name.text](group[2].text)
+                except ValueError:
+                    raise AttrError(f"malformed {name.text} {_got(group[2])}", group[2]) from None
+        else:
+            raise AttrError(f"expected mode or tolerance, got {_got(key)}", key)
+
+
+# The opcodes XLA lets carry result_accuracy.
+RESULT_ACCURACY_OPCODES = frozenset((
+    "cbrt", "erf", "exponential", "exponential-minus-one", "log", "log-plus-one", "logistic", "rsqrt", "sqrt",
+    "tan", "tanh", "cosh", "sinh", "acos", "asin", "acosh", "asinh", "atanh",
+))
+
+
 RAW, INTS, INT, FLOAT, BOOL = Raw(), Ints(), Int(), Float(), Bool()
 STR, COMP, COMPS, IDENT = Str(), Comp(), Comps(), Enum()
 
@@ -599,7 +688,13 @@ KINDS: dict[str, Kind] = {
     "transpose_a": Enum("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"),
     "algorithm": IDENT,
     "kind": IDENT,
-    "api_version": IDENT,
+    "api_version": Enum(
+        "API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING", "API_VERSION_STATUS_RETURNING_UNIFIED",
+        "API_VERSION_TYPED_FFI",
+    ),
+    "input_output_alias": Aliasing(),
+    "buffer_donor": BufferDonor(),
+    "result_accuracy": ResultAccuracy(),
     "custom_call_schedule": IDENT,
     "window": WindowKind(),
     "dim_labels": DimLabels(),

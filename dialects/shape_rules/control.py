@@ -54,8 +54,8 @@ def conditional(ops: Sequence[HloType], ctx: Ctx) -> HloType:
     if sel.rank:
         raise ShapeError(f"the branch selector must be a scalar, got {show(sel)}")
     if sel.element.is_pred:
-        if len(branches) != 2:
-            raise ShapeError(f"a pred selector needs exactly 2 branches, got {len(branches)}")
+        if "branch_computations" in ctx.attrs:
+            raise ShapeError("a pred selector takes true_computation and false_computation, not branch_computations")
     elif sel.element.hlo != "s32":
         raise ShapeError(f"the branch selector must be pred[] or s32[], got {show(sel)}")
     elif not branches:
@@ -113,10 +113,33 @@ def after_all(ops: Sequence[HloType], ctx: Ctx) -> HloType:
     return TokenType()
 
 
+def _check_operand_layouts(ops: Sequence[HloType], text: str) -> None:
+    """operand_layout_constraints: one shape per operand, each with the operand's shape."""
+    from hlo_mlir.dialects import split_top
+    from hlo_mlir.frontend.shapes import ShapeError as ShapeTextError
+    from hlo_mlir.frontend.shapes import parse_array_shape
+
+    inner = text.strip()
+    shapes = split_top(inner[1:-1], "([{", ")]}") if inner.startswith("{") and inner.endswith("}") else None
+    if shapes is None:
+        raise ShapeError(f"operand_layout_constraints must be a list of shapes like {{f32[2]{{0}}}}, got {text}")
+    if len(shapes) != len(ops):
+        raise ShapeError(f"operand_layout_constraints has {len(shapes)} shape(s) for {len(ops)} operand(s)")
+    for i, (s, o) in enumerate(zip(shapes, ops)):
+        try:
+            t = parse_array_shape(s)[0] if not s.startswith("(") else None
+        except ShapeTextError as e:
+            raise ShapeError(f"operand_layout_constraints shape {i}: {e}") from None
+        if t is not None and not compatible(t, o):
+            raise ShapeError(f"operand_layout_constraints shape {i} {s} does not match operand {i} {show(o)}")
+
+
 @rule("custom-call", "scan", declared=True)
 def custom_call(ops: Sequence[HloType], ctx: Ctx) -> HloType:
     for name in ctx.attrs.get("called_computations", ()) or ():
         comp_named(ctx, name)
+    if ctx.opcode == "custom-call" and "operand_layout_constraints" in ctx.attrs:
+        _check_operand_layouts(ops, ctx.attrs["operand_layout_constraints"])
     return need_declared(ctx, "a custom call's result is whatever its target produces")
 
 

@@ -16,6 +16,7 @@ from hlo_mlir.dialects import from_mlir_type, opcode_of, split_top
 from hlo_mlir.dialects.attributes import Comp, Comps, decode_all, kind_of
 from hlo_mlir.dialects.shape_rules import ShapeError, Signature, infer_result_type
 from hlo_mlir.dialects.shape_rules.common import compatible
+from hlo_mlir.frontend.ir_gen import ASYNC_WRAPPED
 from hlo_mlir.frontend.shapes import ShapeError as ShapeTextError
 from hlo_mlir.frontend.shapes import parse_array_shape
 from hlo_mlir.types import HloType, TupleType
@@ -110,7 +111,20 @@ def verify_op(op: ir.Operation, computations: dict[str, Signature]) -> HloType |
     operands = [value_type(v) for v in op.operands]
     attrs: dict[str, Any] = decode_all(op.attributes)
     declared = value_type(op.results[0]) if len(op.results) == 1 else None
+    if opcode == "async-start" and ASYNC_WRAPPED in op.attributes:
+        return _wrapped_async_start(ir.StringAttr(op.attributes[ASYNC_WRAPPED]).value, operands, attrs,
+                                    computations, declared)
     return infer_result_type(opcode, operands, attrs, computations, declared)
+
+
+def _wrapped_async_start(wrapped: str, operands: list[HloType], attrs: dict[str, Any],
+                         computations: dict[str, Signature], declared: HloType | None) -> HloType:
+    """`add-start(a, b)`: the result is ((operands), wrapped result, context...); the wrapped
+    instruction (with the start's attributes) follows its own rules."""
+    if not (isinstance(declared, TupleType) and len(declared.elements) >= 2):
+        raise ShapeError(f"the result must be a tuple ((operands), results, context...), got {declared}")
+    infer_result_type(wrapped, operands, attrs, computations, declared.elements[1])
+    return declared
 
 
 def verify_module(module: Any) -> None:

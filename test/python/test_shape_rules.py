@@ -254,7 +254,7 @@ def test_control() -> None:
     assert infer("conditional", [t("s32[]"), F32, t("s32[]")], {"branch_computations": ("f", "g")}, comps) == F32
     rejects("branch 1 ('h') returns s32[] but branch 0 returns f32[]", "conditional", [t("pred[]"), F32, F32],
             {"true_computation": "f", "false_computation": "h"}, comps)
-    rejects("a pred selector needs exactly 2 branches, got 3", "conditional", [t("pred[]"), F32, F32, F32],
+    rejects("a pred selector takes true_computation and false_computation, not branch_computations", "conditional", [t("pred[]"), F32, F32, F32],
             {"branch_computations": ("f", "f", "f")}, comps)
     assert infer("call", [F32], {"to_apply": "f"}, comps) == F32
     rejects("operand 0 s32[] does not match parameter 0 f32[] of computation 'f'", "call", [t("s32[]")],

@@ -14,7 +14,7 @@ from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import BY_OP_NAME, from_mlir_type
 from hlo_mlir.dialects.attributes import COMP, COMPS, kind_of
 from hlo_mlir.frontend import opviews  # noqa: F401  (op wrapping without failed imports)
-from hlo_mlir.frontend.ir_gen import ELIDED, MODULE_ATTRS, MODULE_NAME, NAME, POSITION, SHAPE, STACK_FRAMES
+from hlo_mlir.frontend.ir_gen import ASYNC_WRAPPED, ELIDED, MODULE_ATTRS, MODULE_NAME, NAME, POSITION, SHAPE, STACK_FRAMES
 from hlo_mlir.frontend.literals import attr_to_array, format_literal
 from hlo_mlir.frontend.shapes import strip_layouts
 from hlo_mlir.types import ArrayType, HloType, TupleType
@@ -200,7 +200,10 @@ def _computation(fn: ir.Operation, names: _Names, types: _TypeTexts) -> tuple[li
                 callees.append(ir.FlatSymbolRefAttr(a).value)
             elif kind is COMPS:
                 callees.extend(ir.FlatSymbolRefAttr(x).value for x in ir.ArrayAttr(a))
-        lines.append(f"  {prefix}%{iname} = {shape} {info.opcode}({args}){_attr_text(hattrs)}")
+        opcode = info.opcode
+        if ASYNC_WRAPPED in oattrs:  # XLA's shorthand: add-start, custom-call-done, ...
+            opcode = ir.StringAttr(oattrs[ASYNC_WRAPPED]).value + opcode[5:]
+        lines.append(f"  {prefix}%{iname} = {shape} {opcode}({args}){_attr_text(hattrs)}")
     if positions:
         lines = _place_parameters(lines, len(block.arguments), sorted(positions))
     result_shape = value_shapes[root] if root is not None else "()"

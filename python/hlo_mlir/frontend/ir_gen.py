@@ -14,14 +14,15 @@ shapes) happen here and raise HloError at the offending token.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 
 from mlir import ir
 from mlir.dialects import func
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.dialects import OPCODES, OpcodeInfo, from_mlir_type, to_mlir_type
-from hlo_mlir.dialects.attributes import COMP, COMPS, AttrError, kind_of
+from hlo_mlir.dialects.attributes import COMP, COMPS, RESULT_ACCURACY_OPCODES, AttrError, kind_of
 from hlo_mlir.dialects.shape_rules import DECLARED_ONLY, ShapeError, Signature, infer_result_type
 from hlo_mlir.frontend import opviews  # noqa: F401  (op wrapping without failed imports)
 from hlo_mlir.frontend import syntax as s
@@ -37,6 +38,7 @@ SHAPE = "hlo.shape"
 ELIDED = "hlo.elided"
 STACK_FRAMES = "hlo.stack_frames"
 POSITION = "hlo.position"  # a parameter's index among its computation's instructions
+ASYNC_WRAPPED = "hlo.async_wrapped"  # the opcode an async op written as `<opcode>-start` wraps
 
 
 # Deep enough for any real program; bounds the recursion on nested tuple shapes.
@@ -51,6 +53,7 @@ class _Gen:
         self.mlir_types: dict[HloType, ir.Type] = {}
         self.computations: dict[str, s.Computation] = {}
         self.signatures: dict[str, Signature] = {}  # of the computations built so far
+        self.async_callees: dict[str, str] = {}  # computation -> the async-start calling it
 
     # -- diagnostics -------------------------------------------------------------------------
     def error(self, message: str, pos: s.Pos | None) -> HloError:
@@ -151,6 +154,7 @@ class _Gen:
                         ins.operands[0].pos,
                     )
                 params[number] = ins
+        self.check_control_predecessors(comp, names)
         for i in range(len(params)):
             if i not in params:
                 last = max(params)
@@ -198,6 +202,24 @@ class _Gen:
         result = values[root.name].type
         fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, [result]))
         self.signatures[comp.name] = Signature(tuple(t for t, _ in param_types), from_mlir_type(result))
+
+    def check_control_predecessors(self, comp: s.Computation, names: dict[str, s.Instruction]) -> None:
+        """`control-predecessors={%a, %b}` must name instructions of the same computation."""
+        for ins in comp.instructions:
+            for a in ins.attributes:
+                if a.name != "control-predecessors":
+                    continue
+                if a.value.kind != "brace":
+                    raise self.error("control-predecessors: expected a list of instructions like {%a, %b}", a.value.pos)
+                for item in a.value.items():
+                    name = item.text[1:] if item.text.startswith("%") else item.text
+                    if item.kind != "atom" or name not in names:
+                        close = difflib.get_close_matches(name, list(names), n=1)
+                        hint = f"; did you mean '{close[0]}'?" if close else ""
+                        raise self.error(
+                            f"control-predecessors: '{name}' is not an instruction of computation '{comp.name}'{hint}",
+                            item.pos,
+                        )
 
     def check_signature(
         self,
@@ -279,6 +301,10 @@ class _Gen:
 
     def instruction(self, ins: s.Instruction, values: dict[str, ir.Value]) -> ir.Value:
         info = OPCODES.get(ins.opcode)
+        wrapped = None
+        sugar = _ASYNC_SUGAR.fullmatch(ins.opcode) if info is None else None
+        if sugar and sugar.group(1) in OPCODES:  # `add-start(a, b)`: async-start of a wrapped add
+            wrapped, info = sugar.group(1), OPCODES["async-" + sugar.group(2)]
         if info is None:
             close = difflib.get_close_matches(ins.opcode, list(OPCODES), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
@@ -303,6 +329,12 @@ class _Gen:
             elif kind is COMPS:
                 for ref in ir.ArrayAttr(attrs[a.name]):
                     self.check_computation(ir.FlatSymbolRefAttr(ref).value, a)
+        if "result_accuracy" in attrs and (wrapped or ins.opcode) not in RESULT_ACCURACY_OPCODES:
+            raise self.error(f"{ins.opcode} does not take result_accuracy", _attr_pos(ins, "result_accuracy"))
+        if wrapped is not None:
+            attrs[ASYNC_WRAPPED] = ir.StringAttr.get(wrapped)
+        if info.opcode.startswith("async-"):
+            self.check_async(ins, info.opcode, operands, attrs)
         attrs[NAME] = ir.StringAttr.get(ins.name)
         if has_layout_or_bounds(shape_text):
             attrs[SHAPE] = ir.StringAttr.get(shape_text)
@@ -354,6 +386,46 @@ class _Gen:
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
             raise self.error(f"{ins.opcode}: the result shape cannot be inferred ({e})", ins.opcode_pos) from None
 
+    def check_async(
+        self, ins: s.Instruction, opcode: str, operands: list[ir.Value], attrs: dict[str, ir.Attribute]
+    ) -> None:
+        """XLA's pairing rules: an async computation belongs to one async-start; async-update/done
+        take the op before them in the chain and agree with its start on the wrapped opcode (or
+        computation) and execution thread."""
+        if opcode == "async-start":
+            if "calls" in attrs:
+                callee = ir.FlatSymbolRefAttr(attrs["calls"]).value
+                if callee in self.async_callees:
+                    raise self.error(
+                        f"computation '{callee}' is called by more than one async-start "
+                        f"('{self.async_callees[callee]}' and '{ins.name}')",
+                        _attr_pos(ins, "calls"),
+                    )
+                self.async_callees[callee] = ins.name
+            return
+        owner = operands[0].owner if len(operands) == 1 else None
+        start = owner.operation if isinstance(owner, (ir.Operation, ir.OpView)) else None
+        while start is not None and start.name == OPCODES["async-update"].op_name:
+            start = start.operands[0].owner.operation if isinstance(start.operands[0].owner, ir.OpView) else None
+        if start is None or start.name != OPCODES["async-start"].op_name:
+            at = ins.operands[0].pos if ins.operands else ins.opcode_pos
+            raise self.error(f"{ins.opcode} expects one operand, produced by an async-start or async-update", at)
+        sattrs = start.attributes
+        for key, what in ((ASYNC_WRAPPED, "wrapped opcode"), ("calls", "computation")):
+            ours, theirs = _attr_value(attrs, key), _attr_value(sattrs, key)
+            if ours is not None and ours != theirs:
+                raise self.error(
+                    f"{ins.opcode}: the async {what} is '{ours}' but its start's is '{theirs or 'none'}'",
+                    ins.opcode_pos,
+                )
+        thread = _attr_value(attrs, "async_execution_thread")
+        start_thread = _attr_value(sattrs, "async_execution_thread") or "main"
+        if thread is not None and thread != start_thread:
+            raise self.error(
+                f"{ins.opcode}: async_execution_thread is '{thread}' but its start's is '{start_thread}'",
+                _attr_pos(ins, "async_execution_thread"),
+            )
+
     def check_computation(self, name: str, attr: s.Attribute) -> None:
         if name not in self.computations:
             close = difflib.get_close_matches(name, list(self.computations), n=1)
@@ -399,6 +471,22 @@ def _offset_pos(node: s.Shape, offset: int) -> s.Pos:
 
 def _describe_type(t: ir.Type) -> str:
     return str(from_mlir_type(t))
+
+
+# `<opcode>-start`, `-update`, `-done`: XLA's shorthand for async ops wrapping one instruction.
+_ASYNC_SUGAR = re.compile(r"(.+)-(start|update|done)")
+
+
+def _attr_pos(ins: s.Instruction, name: str) -> s.Pos | None:
+    return next((a.value.pos for a in ins.attributes if a.name == name), None)
+
+
+def _attr_value(attrs: Mapping[str, ir.Attribute] | ir.OpAttributeMap, name: str) -> str | None:
+    """A string or computation attribute's text, None when absent."""
+    if name not in attrs:
+        return None
+    a = attrs[name]
+    return ir.FlatSymbolRefAttr(a).value if isinstance(a, ir.FlatSymbolRefAttr) else ir.StringAttr(a).value
 
 
 def _is_scalar(operands: list[ir.Value]) -> bool:

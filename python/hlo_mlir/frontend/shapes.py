@@ -62,8 +62,33 @@ def parse_array_shape(text: str) -> tuple[HloType, str | None]:
     return ArrayType(BY_HLO[elem], tuple(dims), tuple(bounded) if any(bounded) else ()), layout
 
 
+# XLA's dimension level types: dense, compressed, singleton, loose-compressed (`+` non-unique,
+# `~` non-ordered).
+_DIM_LEVEL = re.compile(r"[DCSH][+~]*")
+
+
+def _check_layout_details(details: str, text: str, offset: int) -> None:
+    """The part after ':' — only what XLA rejects is checked: dimension level types, and a physical
+    shape `P(...)` on a layout that is not sparse."""
+    levels = re.search(r"(?<![A-Za-z])D\(([^)]*)\)", details)
+    sparse = False
+    if levels is not None:
+        for item in levels.group(1).split(","):
+            if not _DIM_LEVEL.fullmatch(item.strip()):
+                at = offset + details.index(levels.group(1))
+                raise ShapeError(
+                    f"bad layout in '{text}': expected a dimension level type (D, C, S or H), got '{item.strip()}'", at
+                )
+            sparse = sparse or item.strip()[0] != "D"
+    physical = details.find("P(")
+    if physical >= 0 and not sparse:
+        raise ShapeError(f"bad layout in '{text}': a physical shape P(...) is only for sparse layouts", offset + physical)
+
+
 def _check_layout(layout: str, rank: int, text: str, offset: int) -> None:
-    minor_to_major = layout.split(":", 1)[0]
+    minor_to_major, _, details = layout.partition(":")
+    if details:
+        _check_layout_details(details, text, offset + len(minor_to_major) + 1)
     items = [p.strip() for p in minor_to_major.split(",") if p.strip()]
     if not all(p.isdigit() for p in items):
         raise ShapeError(f"bad layout '{{{layout}}}' in '{text}': minor-to-major must be dimension numbers", offset)
