@@ -492,10 +492,42 @@ def expand_iota_groups(text: str) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(int(x) for x in row) for row in arr.reshape(shape))
 
 
+_MESH = re.compile(r"mesh\[((?:\s*'[^']*'\s*=\s*[0-9]+\s*,?)*)\]\s*\{((?:\s*'[^']*'\s*,?)*)\}")
+
+
+def expand_mesh_groups(text: str) -> tuple[tuple[int, ...], ...]:
+    """`mesh['x'=2,'y'=2] {'y'}` (XLA's SPMD partitioner): devices numbered row-major over the mesh;
+    each group holds the devices that differ only along the listed axes."""
+    import numpy as np
+
+    m = _MESH.fullmatch(text.strip())
+    if not m:
+        raise ValueError("malformed mesh replica groups: expected mesh['axis'=size,...] {'axis',...}")
+    axes = [(a, int(n)) for a, n in re.findall(r"'([^']*)'\s*=\s*([0-9]+)", m.group(1))]
+    names = [a for a, _ in axes]
+    chosen = re.findall(r"'([^']*)'", m.group(2))
+    for a in chosen:
+        if a not in names:
+            raise ValueError(f"mesh replica groups: unknown axis '{a}' (the mesh has {', '.join(names)})")
+    if len(set(chosen)) != len(chosen):
+        raise ValueError("mesh replica groups: an axis is listed twice")
+    ids = np.arange(int(np.prod([n for _, n in axes], dtype=np.int64))).reshape([n for _, n in axes])
+    inner = [names.index(a) for a in chosen]
+    outer = [i for i in range(len(names)) if i not in inner]
+    size = int(np.prod([axes[i][1] for i in inner], dtype=np.int64))
+    return tuple(tuple(int(x) for x in row) for row in ids.transpose(outer + inner).reshape(-1, size))
+
+
 class ReplicaGroups(Kind):
-    description = "replica groups like {{0,1},{2,3}} or [2,2]<=[4]"
+    description = "replica groups like {{0,1},{2,3}}, [2,2]<=[4] or mesh['x'=2,'y'=2] {'y'}"
 
     def encode(self, v: Value, raw: str) -> ir.Attribute:
+        if v.kind == "atom" and v.text.startswith("mesh["):
+            try:
+                expand_mesh_groups(v.text)
+            except ValueError as e:
+                raise AttrError(str(e), v) from None
+            return ir.StringAttr.get(v.text)
         if v.kind == "iota":
             try:
                 expand_iota_groups(v.text)
@@ -514,7 +546,8 @@ class ReplicaGroups(Kind):
 
     def decode(self, a: ir.Attribute) -> Any:
         if isinstance(a, ir.StringAttr):
-            return expand_iota_groups(ir.StringAttr(a).value)
+            text = ir.StringAttr(a).value
+            return expand_mesh_groups(text) if text.startswith("mesh[") else expand_iota_groups(text)
         return tuple(tuple(ir.DenseI64ArrayAttr(g)) for g in ir.ArrayAttr(a))
 
     def from_value(self, value: Any) -> ir.Attribute:
