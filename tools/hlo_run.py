@@ -7,6 +7,7 @@ import os
 import sys
 
 from hlo_mlir import io
+from hlo_mlir.frontend.elided import fill_elided_constants, require_values
 from hlo_mlir.module import load
 from hlo_mlir.tools.common import guarded, read_input
 
@@ -17,7 +18,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--inputs", nargs="+", default=None, metavar="FILE",
                    help="one .npz (keys arg0, arg1, ...) or one .npy / literal-text file per parameter")
     p.add_argument("--random-inputs", action="store_true", help="generate inputs from the parameter shapes")
-    p.add_argument("--seed", type=int, default=0, help="seed for --random-inputs")
+    p.add_argument("--seed", type=int, default=0, help="seed for --random-inputs and --elided-constants=random")
+    p.add_argument("--elided-constants", choices=("random", "zeros"),
+                   help="fill constants the text elided as {...} (a warning names them); random values are small "
+                        "and positive, seeded by --seed")
     p.add_argument("--outputs", metavar="OUT.npz", help="write results (keys out0, out1, ..., tuples flattened)")
     p.add_argument("--print", action="store_true", help="print results as XLA literals")
     p.add_argument("--backend", choices=("interpreter", "jit"), default="jit",
@@ -67,6 +71,14 @@ def main(argv: list[str] | None = None) -> int:
     def run() -> None:
         text, filename = read_input(args.input)
         module = load(text, filename=filename, verify=args.verify)
+        if args.elided_constants:
+            filled = fill_elided_constants(module.mlir, args.elided_constants, args.seed)
+            if filled:
+                what = "zeros" if args.elided_constants == "zeros" else "random values"
+                print(f"warning: filled {len(filled)} elided constant(s) with {what}: " + ", ".join(filled),
+                      file=sys.stderr)
+        else:
+            require_values(module.mlir, module.filename, module.source)
         types = io.entry_parameter_types(module)
         if args.inputs:
             inputs = io.load_inputs(args.inputs, types)

@@ -24,7 +24,8 @@ from hlo_mlir.types import HloType, TupleType
 _LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)":(\d+):(\d+)')
 
 
-def _location(op: ir.Operation) -> SourceLocation | None:
+def op_location(op: ir.Operation) -> SourceLocation | None:
+    """The file:line:col an op was imported from (None for ops without a file location)."""
     m = _LOC.search(str(op.location))
     return SourceLocation(m.group(1), int(m.group(2)), int(m.group(3))) if m else None
 
@@ -98,7 +99,7 @@ def signatures(mod: ir.Module) -> dict[str, Signature]:
 def _error(message: str, op: ir.Operation, source: tuple[str | None, str | None]) -> HloError:
     """`source` is (filename, text): the caret line is shown only for locations in that file (an MLIR
     input's ops point at the HLO file it was made from)."""
-    loc = _location(op)
+    loc = op_location(op)
     text = source[1] if loc is not None and loc.file == source[0] else None
     return HloError(message, loc, text)
 

@@ -230,7 +230,11 @@ def attr_to_array(attr: ir.Attribute, t: ArrayType) -> np.ndarray:
             return np.asarray(dense).astype(t.dtype).reshape(t.dims)
         except (ValueError, TypeError):
             break
-    values = _text_values(str(attr).rsplit(" : ", 1)[0], t)
+    text = str(attr).rsplit(" : ", 1)[0]
+    if text.startswith('dense<"0x'):  # large attributes print as one hex blob of the raw little-endian data
+        data = np.frombuffer(bytes.fromhex(text[9 : text.index('"', 9)]), dtype=t.dtype)
+        return (data if data.size == t.num_elements else np.full(t.num_elements, data[0])).reshape(t.dims)
+    values = _text_values(text, t)
     if len(values) == 1 and t.num_elements != 1:
         return np.full(t.dims, values[0], dtype=t.dtype)
     return np.array(values).astype(t.dtype).reshape(t.dims)
