@@ -25,3 +25,4 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/parse_bench.py
 	$(PY) bench/jit_bench.py
+	$(PY) bench/model_bench.py
