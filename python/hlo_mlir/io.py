@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import re
 import zipfile
 from pathlib import Path
 from typing import Any, Sequence
@@ -67,13 +68,36 @@ def parse_literal_text(text: str, filename: str) -> Any:
     return module.run()[0]
 
 
+def _read_npy(f: Any) -> np.ndarray:
+    """One .npy array.  NumPy writes float8_e5m2 arrays with the descriptor `<f1`, which it cannot read
+    back: an unknown one-byte float descriptor reads as raw uint8 (as_element_type gives it its type)."""
+    import ast
+
+    start = f.tell()
+    try:
+        return np.lib.format.read_array(f, allow_pickle=False)
+    except ValueError as e:
+        if "descr" not in str(e):
+            raise
+    f.seek(start)
+    major, _ = np.lib.format.read_magic(f)
+    size = int.from_bytes(f.read(2 if major == 1 else 4), "little")
+    header = ast.literal_eval(f.read(size).decode("latin1"))
+    if not re.fullmatch(r"[<>|=]?f1", str(header.get("descr"))) or header.get("fortran_order"):
+        raise ValueError(f"unsupported dtype descriptor {header.get('descr')!r}")
+    shape = tuple(header["shape"])
+    return np.frombuffer(f.read(int(np.prod(shape, dtype=np.int64))), dtype=np.uint8).reshape(shape).copy()
+
+
 def _load_numpy(path: str, kind: str) -> Any:
     """An .npy array or the arrays of an .npz, by name; an unreadable or malformed file is an HloError."""
     try:
-        loaded = np.load(path)
-        if isinstance(loaded, np.lib.npyio.NpzFile):
-            with loaded as data:
-                loaded = {k: data[k] for k in data.files}
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as z:
+                loaded: Any = {n.removesuffix(".npy"): _read_npy(z.open(n)) for n in z.namelist()}
+        else:
+            with open(path, "rb") as f:
+                loaded = _read_npy(f)
     except OSError as e:
         raise HloError(f"cannot read '{path}': {e.strerror or e}") from None
     except (ValueError, EOFError, zipfile.BadZipFile, pickle.UnpicklingError) as e:
@@ -84,6 +108,22 @@ def _load_numpy(path: str, kind: str) -> Any:
     return loaded
 
 
+def is_ml_dtype(dtype: np.dtype) -> bool:
+    """bf16, the f8/f4 types, s4/u4, ...: ml_dtypes types, which NumPy's .npy headers cannot name."""
+    return dtype.type.__module__.split(".")[0] == "ml_dtypes"
+
+
+def as_element_type(value: Any, t: HloType) -> Any:
+    """An array for a parameter of an ml_dtypes element type, however it was saved: NumPy stores an
+    ml_dtypes array as raw bytes (`V2`, `V1`); a bit pattern of the same-width unsigned integer type
+    also reads as that type.  Anything else is left for the run's own type check."""
+    if not isinstance(t, ArrayType) or not isinstance(value, np.ndarray) or not is_ml_dtype(t.dtype):
+        return value
+    if value.dtype != t.dtype and value.dtype.kind in "Vu" and value.dtype.itemsize == t.dtype.itemsize:
+        return value.view(t.dtype)
+    return value
+
+
 def load_inputs(paths: Sequence[str], types: Sequence[HloType]) -> list[Any]:
     """One .npz (keys arg0, arg1, ...) or one .npy / literal-text file per parameter."""
     if len(paths) == 1 and paths[0].endswith(".npz"):
@@ -91,14 +131,14 @@ def load_inputs(paths: Sequence[str], types: Sequence[HloType]) -> list[Any]:
         missing = [f"arg{i}" for i in range(len(types)) if f"arg{i}" not in data]
         if missing:
             raise HloError(f"{paths[0]}: missing input(s) {', '.join(missing)} (keys must be arg0, arg1, ...)")
-        return [data[f"arg{i}"] for i in range(len(types))]
+        return [as_element_type(data[f"arg{i}"], t) for i, t in enumerate(types)]
     if len(paths) != len(types):
         raise HloError(f"got {len(paths)} input file(s) for {len(types)} parameter(s): give one .npz, "
                        "or one .npy / literal-text file per parameter")
     out = []
-    for p in paths:
+    for p, t in zip(paths, types):
         if p.endswith(".npy"):
-            out.append(_load_numpy(p, ".npy"))
+            out.append(as_element_type(_load_numpy(p, ".npy"), t))
         else:
             try:
                 out.append(parse_literal_text(Path(p).read_text(), p))
@@ -109,11 +149,32 @@ def load_inputs(paths: Sequence[str], types: Sequence[HloType]) -> list[Any]:
     return out
 
 
-def save_outputs(path: str, values: Sequence[Any]) -> None:
+def _write_npy(f: Any, arr: np.ndarray) -> None:
+    """np.save, except that an ml_dtypes array's header names its type (`bfloat16`, `float8_e4m3fn`,
+    ...) instead of raw bytes, so that `import ml_dtypes; np.load(...)` gives the values back."""
+    arr = np.require(arr, requirements="C")  # (ascontiguousarray would make a scalar 1-d)
+    if not is_ml_dtype(arr.dtype):
+        np.lib.format.write_array(f, arr, allow_pickle=False)
+        return
+    np.lib.format.write_array_header_1_0(f, {"descr": arr.dtype.name, "fortran_order": False, "shape": arr.shape})
+    f.write(arr.tobytes())
+
+
+def save_npz(path: str, arrays: dict[str, Any]) -> None:
+    """np.savez with `_write_npy` for each array."""
+    if not path.endswith(".npz"):
+        path += ".npz"
     try:
-        np.savez(path, **{f"out{i}": np.asarray(v) for i, v in enumerate(values) if v is not None})
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+            for name, value in arrays.items():
+                with z.open(name + ".npy", "w", force_zip64=True) as f:
+                    _write_npy(f, np.asarray(value))
     except OSError as e:
         raise HloError(f"cannot write '{path}': {e.strerror or e}") from None
+
+
+def save_outputs(path: str, values: Sequence[Any]) -> None:
+    save_npz(path, {f"out{i}": v for i, v in enumerate(values) if v is not None})
 
 
 def format_value(value: Any, t: HloType) -> str:
@@ -228,7 +289,4 @@ def save_outfeed(path: str, values: Sequence[Any]) -> None:
 
     for i, v in enumerate(values):
         put(f"out{i}", v)
-    try:
-        np.savez(path, **arrays)
-    except OSError as e:
-        raise HloError(f"cannot write '{path}': {e.strerror or e}") from None
+    save_npz(path, arrays)
