@@ -9,17 +9,19 @@ from mlir.dialects import func
 from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.passes import linalg_fast_math, linalg_recompute, linalg_schedules, outline_kernels, parallelize
+from hlo_mlir.passes import (fusion_limit, linalg_fast_math, linalg_recompute, linalg_schedules, outline_kernels,
+                             parallelize)
 
 if TYPE_CHECKING:
     from hlo_mlir.module import Module
 
 STAGES = ("linalg", "loops", "llvm", "llvm-ir")
 
-# Tensors -> buffers -> affine loops -> scf. symbol-dce drops computations nothing calls any more (bodies
-# of call/while/conditional/fusion are inlined at their uses).
+# Tensors -> fused elementwise loops (bounded by fusion_limit) -> buffers -> kernels -> affine loops -> scf.
+# symbol-dce drops computations nothing calls any more (bodies of call/while/conditional/fusion are inlined
+# at their uses).
+FUSE = "linalg-fuse-elementwise-ops"
 BUFFERS = (
-    "symbol-dce,canonicalize,linalg-fuse-elementwise-ops,"
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
     "canonicalize,buffer-deallocation-pipeline"
 )
@@ -68,6 +70,10 @@ def to_loops(module: ir.Module, profile: bool = False, threads: int = 0) -> ir.M
     linalg_fast_math.apply(module)
     linalg_recompute.apply(module)
     _readonly_arguments(module)
+    _run(module, "symbol-dce,canonicalize", "loops")
+    fusion_limit.insert(module)
+    _run(module, FUSE, "loops")
+    fusion_limit.remove(module)
     _run(module, BUFFERS, "buffers")
     outline_kernels.apply(module, profile)
     _run(module, AFFINE, "loops")

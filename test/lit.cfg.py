@@ -3,6 +3,7 @@
 import importlib.util
 import os
 import shutil
+import sys
 
 import lit.formats
 
@@ -22,3 +23,6 @@ for tool in ("FileCheck", "not", "count"):
         config.substitutions.append((rf"\b{tool}\b", path))  # noqa: F821
     elif tool == "FileCheck" and shutil.which("filecheck"):
         config.substitutions.append((r"\bFileCheck\b", shutil.which("filecheck")))  # noqa: F821
+
+# %python runs generator scripts under test/*/Inputs with the interpreter running lit (the venv's).
+config.substitutions.append(("%python", sys.executable))  # noqa: F821

@@ -49,8 +49,11 @@ def analysis_maps(rw: Rewriter) -> GenericMaps | None:
 def indexing_maps(rw: Rewriter) -> list[ir.AffineMap] | None:
     """The operand maps of the op's all-parallel linalg.generic, from the indexing analysis (None when
     they are not plain affine maps of the output space)."""
-    if rw.scalar and not rw.result_shape():
+    shape = rw.result_shape()
+    if rw.scalar and not shape:
         return [ir.AffineMap.get(0, 0, [])] * rw.num_operands
+    if all(list(ir.RankedTensorType(v.type).shape) == shape for v in rw.operands()):
+        return [ir.AffineMap.get_identity(len(shape))] * rw.num_operands  # what the analysis says, sooner
     g = analysis_maps(rw)
     if g is None or len(g.operand_maps) != rw.num_operands or set(g.iterator_types) - {"parallel"}:
         return None
