@@ -16,6 +16,7 @@ from hlo_mlir.dialects.attributes import COMP, COMPS, kind_of
 from hlo_mlir.frontend import opviews  # noqa: F401  (op wrapping without failed imports)
 from hlo_mlir.frontend.ir_gen import ASYNC_WRAPPED, ELIDED, MODULE_ATTRS, MODULE_NAME, NAME, POSITION, SHAPE, STACK_FRAMES
 from hlo_mlir.frontend.literals import attr_to_array, format_literal
+from hlo_mlir.frontend.parser import no_gc
 from hlo_mlir.frontend.shapes import strip_layouts
 from hlo_mlir.types import ArrayType, HloType, TupleType
 
@@ -77,6 +78,11 @@ def export_module(module: ir.Module) -> str:
     Computations are printed callees first (XLA's parser needs a computation defined before an
     attribute names it), otherwise in module order.
     """
+    with no_gc():
+        return _export(module)
+
+
+def _export(module: ir.Module) -> str:
     names = _Names(module)
     mattrs = module.operation.attributes
     name = ir.StringAttr(mattrs[MODULE_NAME]).value if MODULE_NAME in mattrs else "module"

@@ -27,6 +27,7 @@ from hlo_mlir.dialects.shape_rules import DECLARED_ONLY, ShapeError, Signature, 
 from hlo_mlir.frontend import opviews  # noqa: F401  (op wrapping without failed imports)
 from hlo_mlir.frontend import syntax as s
 from hlo_mlir.frontend.literals import LiteralError, array_to_attr, literal_to_array
+from hlo_mlir.frontend.parser import no_gc
 from hlo_mlir.frontend.shapes import ShapeError as ShapeTextError
 from hlo_mlir.frontend.shapes import has_layout_or_bounds, parse_array_shape
 from hlo_mlir.types import ArrayType, HloType, TupleType
@@ -495,4 +496,5 @@ def _is_scalar(operands: list[ir.Value]) -> bool:
 
 def import_module(tree: s.Module, text: str, filename: str) -> ir.Module:
     """Build the module in the current MLIR context (which must have the hlo dialect loaded)."""
-    return _Gen(text, filename).module(tree)
+    with no_gc():
+        return _Gen(text, filename).module(tree)
