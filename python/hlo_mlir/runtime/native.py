@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -103,9 +104,14 @@ def build(ir_text: str, out: Path, link_libs: Sequence[str] = (), jobs: int | No
             for f in futures:
                 f.result()
         partial = os.path.join(tmp, "module.so")
-        rpaths = sorted({os.path.dirname(lib) for lib in link_libs})
         support = _support_object(cc, out.parent)
-        _run([cc, "-shared", "-o", partial, *objects, support, *link_libs, *[f"-Wl,-rpath,{d}" for d in rpaths], "-lm"])
+        rpaths = sorted({os.path.dirname(lib) for lib in link_libs})
+        ld = shutil.which("ld")  # the linker itself: the compiler driver adds ~0.1 s of start-up
+        if ld is not None:
+            _run([ld, "-shared", "-o", partial, *objects, support, *link_libs, *[f"-rpath={d}" for d in rpaths], "-lm"])
+        else:
+            _run([cc, "-shared", "-o", partial, *objects, support, *link_libs, *[f"-Wl,-rpath,{d}" for d in rpaths],
+                  "-lm"])
         tmp_out = out.with_name(f".{out.name}.{os.getpid()}.tmp")
         shutil.copyfile(partial, tmp_out)
         os.replace(tmp_out, out)
@@ -115,6 +121,9 @@ def build(ir_text: str, out: Path, link_libs: Sequence[str] = (), jobs: int | No
 def openmp_library() -> str:
     """libiomp5.so of the `intel-openmp` wheel: the OpenMP runtime `convert-scf-to-openmp` code calls
     (`__kmpc_*`; GCC's libgomp lacks those, and two OpenMP runtimes in one process abort)."""
+    beside = Path(sys.prefix) / "lib" / "libiomp5.so"  # where the wheel puts it in a venv
+    if beside.exists():
+        return str(beside.resolve())
     from importlib import metadata
 
     try:
