@@ -10,7 +10,7 @@ from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.passes import (fusion_limit, linalg_fast_math, linalg_recompute, linalg_schedules, outline_kernels,
-                             parallelize)
+                             parallelize, tile_transposes)
 
 if TYPE_CHECKING:
     from hlo_mlir.module import Module
@@ -77,6 +77,7 @@ def to_loops(module: ir.Module, profile: bool = False, threads: int = 0) -> ir.M
     _run(module, BUFFERS, "buffers")
     outline_kernels.apply(module, profile)
     _run(module, AFFINE, "loops")
+    tile_transposes.apply(module)
     if threads != 1:
         parallelize.apply(module)
     _run(module, LOOPS, "loops")
