@@ -6,15 +6,21 @@ finishes, and even where it does LLVM gets one enormous loop body. XLA bounds it
 the pass runs, `insert(module)` walks the linalg.generic ops in program order, adding up the body sizes of
 what would fuse into each; where a consumer would exceed `MAX_BODY_OPS`, its producers get a second use
 (a call to a private no-op function), which the pass respects (it only fuses producers with one use).
-`remove(module)` drops those calls and functions once the pass has run.
+The same barrier keeps a producer out of a consumer that reads each of its elements many times (its
+indexing map leaves out some of the consumer's loops: a dot's operand, a broadcast), unless the producer is
+a trivial op: fused there, a GELU would be recomputed once per column of the matmul that reads it, as XLA
+never does. `remove(module)` drops those calls and functions once the pass has run.
 """
 
 from __future__ import annotations
+
+import re
 
 from mlir import ir
 from mlir.dialects import func
 
 MAX_BODY_OPS = 128
+MAX_RECOMPUTED_OPS = 2  # a producer body of at most this many ops may be recomputed per reuse
 _PREFIX = "__hlo_fusion_barrier_"
 
 
@@ -27,6 +33,12 @@ def _owner(v: ir.Value) -> ir.Operation | None:
 
 def _body_size(op: ir.Operation) -> int:
     return max(len(op.regions[0].blocks[0].operations) - 1, 1)
+
+
+def _rereads(m: ir.AffineMap) -> bool:
+    """Whether an operand read through `m` is read more than once per element (some loop is missing)."""
+    text = str(m).split("->", 1)[1]
+    return any(not re.search(rf"\bd{d}\b", text) for d in range(m.n_dims))
 
 
 def _single_use(v: ir.Value) -> bool:
@@ -49,10 +61,15 @@ def insert(module: ir.Module) -> None:
         barriers: dict[str, func.FuncOp] = {}
         for op in generics:
             producers = []
-            for v in op.operands:
+            maps = ir.ArrayAttr(op.attributes["indexing_maps"])
+            for i, v in enumerate(op.operands):
                 p = _owner(v)
-                if p is not None and p in size and _single_use(v):
-                    producers.append((p, v))
+                if p is None or p not in size or not _single_use(v):
+                    continue
+                if size[p] > MAX_RECOMPUTED_OPS and _rereads(ir.AffineMapAttr(maps[i]).value):
+                    _barrier(module, barriers, op, v)
+                    continue
+                producers.append((p, v))
             total = _body_size(op) + sum(size[p] for p, _ in producers)
             if total > MAX_BODY_OPS:
                 for _, v in producers:

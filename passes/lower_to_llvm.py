@@ -85,14 +85,18 @@ def to_loops(module: ir.Module, profile: bool = False, threads: int = 0) -> ir.M
 
 
 def kernel_locations(module: ir.Module) -> dict[str, list[str]]:
-    """Kernel symbol -> `line:col` locations of the HLO instructions whose code it holds (`outline_kernels`)."""
-    out = {}
+    """`k<N>` (kernel call site N) -> `line:col` locations of the HLO instructions it runs (`outline_kernels`)."""
+    out: dict[str, list[str]] = {}
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "func.call" and outline_kernels.SITE_ATTR in op.attributes:
+            site = ir.IntegerAttr(op.attributes[outline_kernels.SITE_ATTR]).value
+            locations = ir.ArrayAttr(op.attributes[outline_kernels.KERNEL_ATTR])
+            out[f"k{site}"] = [ir.StringAttr(a).value for a in locations]
+        return ir.WalkResult.ADVANCE
+
     with module.context:
-        for op in module.body.operations:
-            attrs = op.operation.attributes
-            if outline_kernels.KERNEL_ATTR in attrs:
-                name = ir.StringAttr(attrs["sym_name"]).value
-                out[name] = [ir.StringAttr(a).value for a in ir.ArrayAttr(attrs[outline_kernels.KERNEL_ATTR])]
+        module.operation.walk(visit)
     return out
 
 

@@ -9,9 +9,10 @@ where it was; the kernels are marked `noinline` so the optimizer keeps them apar
 scalar values the kernel reads from outside become its arguments; constants are cloned in instead, so
 loop bounds and strides stay known to LLVM.
 
-Each kernel carries `hlo.locations`: the `line:col` source locations of the HLO instructions whose code it
-holds (the lowering keeps each instruction's location on the ops it emits). With `profile`, each call is wrapped in `hlo_mlir_prof_enter/exit(<N>)`
-(`runtime/support.c`), which `hlo-run --profile` reads back per kernel.
+Kernels with the same code (a model's repeated layers) are emitted once. Each kernel call carries its site
+number `N` and `hlo.locations`: the `line:col` source locations of the HLO instructions whose code it runs
+(the lowering keeps each instruction's location on the ops it emits). With `profile`, each call is wrapped
+in `hlo_mlir_prof_enter/exit(N)` (`runtime/support.c`), which `hlo-run --profile` reads back per site.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from mlir import ir
 from mlir.dialects import arith, func
 
 KERNEL_ATTR = "hlo.locations"
+SITE_ATTR = "hlo.kernel_site"  # on each kernel call: its number (the --profile counter it uses)
 _KERNEL_OPS = ("scf.for", "scf.forall", "scf.parallel")
 _CLONED = ("arith.constant", "ub.poison")
 
@@ -83,6 +85,7 @@ class _Outliner:
         self.module = module
         self.count = 0
         self.profile = profile
+        self.seen: dict[str, str] = {}  # kernel text -> the kernel symbol holding it
         self.noinline = ir.ArrayAttr.get([ir.StringAttr.get("noinline")])
         if profile:
             i64 = ir.IntegerType.get_signless(64)
@@ -109,14 +112,16 @@ class _Outliner:
         captures = _captures(op)
         cloned = [v for v in captures if isinstance(v.owner, ir.OpView) and v.owner.operation.name in _CLONED]
         args = [v for v in captures if v not in cloned]
-        name = f"{prefix}_k{self.count}"
+        site = self.count
         self.count += 1
+        name = f"{prefix}_k{site}"
+        locations = ir.ArrayAttr.get([ir.StringAttr.get(n) for n in _source_locations(op)])
         with ir.InsertionPoint(f), op.location:
             kernel = func.FuncOp(name, ([v.type for v in args], []))
         kernel.operation.move_before(f)
         kernel.attributes["sym_visibility"] = ir.StringAttr.get("private")
         kernel.attributes["passthrough"] = self.noinline
-        kernel.attributes[KERNEL_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(n) for n in _source_locations(op)])
+        kernel.attributes[KERNEL_ATTR] = locations
         with op.location:
             body = kernel.add_entry_block()
         mapping: dict[ir.Value, ir.Value] = dict(zip(args, body.arguments))
@@ -126,11 +131,13 @@ class _Outliner:
             ret = func.ReturnOp([])
         with ir.InsertionPoint(op), op.location:
             if self.profile:
-                kid = arith.ConstantOp(ir.IntegerType.get_signless(64), self.count - 1).result
+                kid = arith.ConstantOp(ir.IntegerType.get_signless(64), site).result
                 func.CallOp([], ir.FlatSymbolRefAttr.get(PROFILE_HOOKS[0]), [kid])
-            func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
+            call = func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
             if self.profile:
                 func.CallOp([], ir.FlatSymbolRefAttr.get(PROFILE_HOOKS[1]), [kid])
+        call.attributes[SITE_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), site)
+        call.attributes[KERNEL_ATTR] = locations
         op.move_before(ret)
 
         def remap(inner: ir.Operation) -> ir.WalkResult:
@@ -140,6 +147,15 @@ class _Outliner:
             return ir.WalkResult.ADVANCE
 
         op.walk(remap)
+        # A model repeats its layers: identical kernels are compiled once.
+        text = kernel.operation.get_asm(use_local_scope=True)
+        key = str(kernel.type) + text.split("\n", 1)[1]  # the body, without the name and locations line
+        same = self.seen.get(key)
+        if same is None:
+            self.seen[key] = name
+        else:
+            kernel.operation.erase()
+            call.attributes["callee"] = ir.FlatSymbolRefAttr.get(same)
 
 
 def apply(module: ir.Module, profile: bool = False) -> None:

@@ -63,7 +63,7 @@ class Compiled:
     host_callbacks: tuple = ()  # ctypes trampolines of the module's host functions (must outlive `lib`)
     signature: tuple = ()  # (entry name, parameter types as in HLO (tuples unflattened), parameter names)
     from_cache: bool = False  # loaded from the on-disk cache (no code generation in this process)
-    kernels: dict = field(default_factory=dict)  # kernel symbol -> HLO instruction names (for --profile)
+    kernels: dict = field(default_factory=dict)  # `k<N>` (kernel call site) -> HLO instruction names (--profile)
     _fn: Any = None
     _result_struct: Any = None
     _arg_layouts: list = field(default_factory=list)  # per parameter: (dtype, shape, descriptor, shape, strides)
@@ -92,8 +92,8 @@ class Compiled:
         self._plain = bool(self.signature) and all(isinstance(t, Array) for t in self.signature[1])
 
     def profile(self) -> list[tuple[str, list[str], float, int]]:
-        """(kernel, its HLO instructions, seconds, calls) for every kernel called since the last `profile()`,
-        slowest first; empty unless compiled with `profile=True`."""
+        """(kernel call site `k<N>`, its HLO instructions, seconds, calls) for every site called since the last
+        `profile()`, slowest first; empty unless compiled with `profile=True`."""
         try:
             ns = (ctypes.c_int64 * _PROFILE_SLOTS).in_dll(self.lib, "hlo_mlir_prof_ns")
             calls = (ctypes.c_int64 * _PROFILE_SLOTS).in_dll(self.lib, "hlo_mlir_prof_calls")
@@ -101,7 +101,7 @@ class Compiled:
             return []
         rows = []
         for symbol, instructions in self.kernels.items():
-            i = int(symbol.rsplit("_k", 1)[1])
+            i = int(symbol[1:])
             if i < _PROFILE_SLOTS and calls[i]:
                 rows.append((symbol, instructions, ns[i] * 1e-9, int(calls[i])))
         ctypes.memset(ns, 0, ctypes.sizeof(ns))
@@ -209,7 +209,7 @@ def compile_module(module: Any, text: str | None = None, use_cache: bool = True,
 
 
 def _kernel_instructions(module: Any, locations: dict[str, list[str]]) -> dict[str, list[str]]:
-    """Kernel symbol -> names of the HLO instructions at its source locations."""
+    """Kernel call site -> names of the HLO instructions at its source locations."""
     from mlir import ir
 
     at: dict[str, str] = {}

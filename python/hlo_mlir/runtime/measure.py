@@ -89,7 +89,7 @@ def profile(module: Any, inputs: Sequence[Any], runs: int = 1, limit: int = 20) 
         names = ", ".join(instructions) or "?"
         if len(names) > 70:
             names = names[:67] + "..."
-        lines.append(f"{symbol.rsplit('_', 1)[1]:<12} {ms:10.3f} {ms / (wall * 1e3):7.1%} {calls // max(runs, 1):6d}  {names}")
+        lines.append(f"{symbol:<12} {ms:10.3f} {ms / (wall * 1e3):7.1%} {calls // max(runs, 1):6d}  {names}")
     covered = sum(r[2] for r in rows) / max(runs, 1)
     lines.append(f"{len(rows)} kernels: {covered * 1e3:.3f} ms of {wall * 1e3:.3f} ms per run "
                  f"({covered / wall if wall else 0:.1%}); the rest is glue (allocation, copies, calls)")
