@@ -1,60 +1,103 @@
 """Tiling + vectorization schedules for hot linalg ops (matmul-like contractions, convolutions).
 
-A lowering rule marks a `linalg.generic` with `hlo_jit.tiles = [[outer...], [inner...]]` (one tile
-size per loop; 0 keeps a loop whole). `apply(module)` then runs a transform-dialect script that tiles
-each marked op twice (for the cache, then for registers), vectorizes the register tile, and lowers
-the resulting contractions to broadcast+FMA outer products. Every inner tile must divide the outer
-one and the outer tiles must divide the loop bounds (static shapes only: the vectorizer needs them),
-so rules only mark ops whose shapes fit; `first_divisor` picks such sizes.
+A lowering rule marks a `linalg.generic` with `mark(op, [Tiling(...), ...])`; `apply(module)` then runs
+one transform-dialect script over every marked op: tile level by level (a `forall` level becomes an
+`scf.forall`, which the OpenMP lowering runs on all cores, the others `scf.for`), fold the unit loops
+the last level leaves into a rank-reduced op, vectorize it, and hoist the accumulator's vector reads
+and writes out of the last level's loops (so a register tile stays in registers over the reduction).
+The last level must leave static sizes only, i.e. tile every loop it does not keep whole by 1 (the
+outer levels may leave partial tiles at the edges). A vectorized `addf(acc, mulf(a, b))` whose ops
+carry `fastmath<contract>` becomes a `vector.fma` (one rounding, whatever LLVM's fusion heuristics).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 from mlir import ir
+from mlir.dialects import vector
 from mlir.dialects.transform import interpreter
 
 from hlo_mlir.diagnostics import HloError
 
-ATTR = "hlo_jit.tiles"
+ATTR = "hlo_jit.schedule"
 
-_LOWER = """
-    %f = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
-    transform.apply_patterns to %f {
+_ANY = "!transform.any_op"
+_LOWER = f"""
+    %f = transform.structured.match ops{{["func.func"]}} in %root : ({_ANY}) -> {_ANY}
+    transform.apply_patterns to %f {{
       transform.apply_patterns.vector.reduction_to_contract
       transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.drop_unit_dims_with_shape_cast
       transform.apply_patterns.canonicalization
-    } : !transform.any_op
-    transform.apply_patterns to %f {
+    }} : {_ANY}
+    %hoist = transform.structured.match ops{{["scf.for"]}} attributes {{hlo_jit.hoist}} in %root : ({_ANY}) -> {_ANY}
+    transform.loop.hoist_loop_invariant_subsets %hoist : {_ANY}
+    transform.apply_patterns to %f {{
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
       transform.apply_patterns.vector.lower_outerproduct
       transform.apply_patterns.canonicalization
-    } : !transform.any_op
+    }} : {_ANY}
 """
 
 
-def first_divisor(bound: int, choices: Sequence[int]) -> int | None:
-    """The first of `choices` dividing `bound` (None if none does)."""
-    return next((c for c in choices if bound % c == 0), None)
+@dataclass(frozen=True)
+class Tiling:
+    """One tiling level: a tile size per loop (0 keeps the loop whole), as an scf.forall or scf.for nest
+    whose loops run in `interchange` order (default: the op's)."""
+
+    sizes: tuple[int, ...]
+    forall: bool = False
+    interchange: tuple[int, ...] = ()
 
 
-def mark(op: ir.Operation, outer: Sequence[int], inner: Sequence[int]) -> None:
-    """Ask `apply` to tile `op` by `outer` then `inner` and vectorize it."""
+def mark(op: ir.Operation, levels: Sequence[Tiling]) -> None:
+    """Ask `apply` to tile `op` level by level, then vectorize the innermost tile."""
     i64 = ir.IntegerType.get_signless(64)
+
+    def ints(xs: Sequence[int]) -> ir.Attribute:
+        return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, x) for x in xs])
+
     op.attributes[ATTR] = ir.ArrayAttr.get([
-        ir.ArrayAttr.get([ir.IntegerAttr.get(i64, t) for t in tiles]) for tiles in (outer, inner)])
+        ir.DictAttr.get({"sizes": ints(t.sizes), "interchange": ints(t.interchange),
+                         "forall": ir.BoolAttr.get(t.forall)}) for t in levels])
 
 
-def _tile(handle: str, sizes: Sequence[int], name: str) -> tuple[str, str]:
-    """Transform text tiling `handle` by `sizes` into the handle `name` (unchanged when all sizes are 0)."""
-    loops = sum(1 for s in sizes if s)
-    if not loops:
-        return handle, ""
-    outs = ", ".join(["!transform.any_op"] * (loops + 1))
-    text = (f"    {name}, {name}_loops:{loops} = transform.structured.tile_using_for {handle} "
-            f"tile_sizes [{', '.join(str(s) for s in sizes)}] : (!transform.any_op) -> ({outs})\n")
-    return name, text
+def _levels(attr: ir.Attribute) -> list[Tiling]:
+    def ints(a: ir.Attribute) -> tuple[int, ...]:
+        return tuple(ir.IntegerAttr(x).value for x in ir.ArrayAttr(a))
+
+    return [Tiling(ints(d["sizes"]), ir.BoolAttr(d["forall"]).value, ints(d["interchange"]))
+            for d in (ir.DictAttr(a) for a in ir.ArrayAttr(attr))]
+
+
+def _tile(handle: str, level: Tiling, name: str) -> tuple[str, list[str], str]:
+    """Transform text tiling `handle` by `level`: the tiled op's handle, the loop handles, the text."""
+    loops = 1 if level.forall else sum(1 for s in level.sizes if s)
+    sizes = ", ".join(str(s) for s in level.sizes)
+    inter = f" interchange = [{', '.join(str(i) for i in level.interchange)}]" if level.interchange else ""
+    outs = ", ".join([_ANY] * (loops + 1))
+    kind = "tile_using_forall" if level.forall else "tile_using_for"
+    text = f"    {name}, {name}_l:{loops} = transform.structured.{kind} {handle} tile_sizes [{sizes}]{inter} : ({_ANY}) -> ({outs})\n"
+    return name, [f"{name}_l#{i}" for i in range(loops)], text
+
+
+def _op_script(i: int, levels: list[Tiling]) -> str:
+    h = f"%op{i}"
+    text = f"    {h} = transform.structured.match attributes {{hlo_jit.sched{i}}} in %root : ({_ANY}) -> {_ANY}\n"
+    loops: list[str] = []
+    for j, level in enumerate(levels):
+        h, loops, t = _tile(h, level, f"%t{i}_{j}")
+        text += t
+    for loop in loops:
+        text += f'    transform.annotate {loop} "hlo_jit.hoist" : {_ANY}\n'
+    inner = loops[-1]
+    text += (f"    transform.apply_patterns to {inner} {{\n"
+             f"      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices\n    }} : {_ANY}\n"
+             f'    %v{i} = transform.structured.match ops{{["linalg.generic"]}} in {inner} : ({_ANY}) -> {_ANY}\n'
+             f"    transform.structured.vectorize %v{i} : {_ANY}\n")
+    return text
 
 
 def apply(module: ir.Module) -> None:
@@ -68,29 +111,48 @@ def apply(module: ir.Module) -> None:
 
     with module.context, ir.Location.unknown():
         module.operation.walk(visit)
-        if marked:
-            _run(module, marked)
+        if not marked:
+            return
+        body = ""
+        for i, op in enumerate(marked):
+            body += _op_script(i, _levels(op.attributes[ATTR]))
+            del op.attributes[ATTR]
+            op.attributes[f"hlo_jit.sched{i}"] = ir.UnitAttr.get()
+        script = ("module attributes {transform.with_named_sequence} {\n"
+                  f"  transform.named_sequence @__transform_main(%root: {_ANY} {{transform.readonly}}) {{\n"
+                  f"{body}{_LOWER}    transform.yield\n  }}\n}}\n")
+        tm = ir.Module.parse(script)
+        try:
+            interpreter.apply_named_sequence(module.operation, tm.body.operations[0], tm)
+        except (ir.MLIRError, ValueError) as e:
+            raise HloError(f"jit: tiling/vectorization schedule failed: {e}") from None
+        _fuse_multiply_adds(module)
 
 
-def _run(module: ir.Module, marked: list[ir.Operation]) -> None:
-    body = ""
-    for i, op in enumerate(marked):
-        outer, inner = ([ir.IntegerAttr(t).value for t in ir.ArrayAttr(a)] for a in ir.ArrayAttr(op.attributes[ATTR]))
-        del op.attributes[ATTR]
-        op.attributes[f"hlo_jit.sched{i}"] = ir.UnitAttr.get()
-        h = f"%op{i}"
-        body += (f"    {h} = transform.structured.match attributes {{hlo_jit.sched{i}}} in %root "
-                 ": (!transform.any_op) -> !transform.any_op\n")
-        h, text = _tile(h, outer, f"%outer{i}")
-        body += text
-        h, text = _tile(h, inner, f"%inner{i}")
-        body += text
-        body += f"    transform.structured.vectorize {h} : !transform.any_op\n"
-    script = ("module attributes {transform.with_named_sequence} {\n"
-              "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n"
-              f"{body}{_LOWER}    transform.yield\n  }}\n}}\n")
-    tm = ir.Module.parse(script)
-    try:
-        interpreter.apply_named_sequence(module.operation, tm.body.operations[0], tm)
-    except ir.MLIRError as e:
-        raise HloError(f"jit: tiling/vectorization schedule failed: {e}") from None
+def _contracts(op: ir.Operation, name: str) -> bool:
+    return (op.name == name and isinstance(op.results[0].type, ir.VectorType)
+            and "contract" in str(op.attributes["fastmath"]))
+
+
+def _fuse_multiply_adds(module: ir.Module) -> None:
+    """Vector `addf(acc, mulf(a, b))` (both `contract`, the product used once) -> `vector.fma(a, b, acc)`."""
+    found: list[tuple[ir.Operation, ir.Operation, ir.Value]] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if _contracts(op, "arith.addf"):
+            for i, v in enumerate(op.operands):
+                mul = v.owner
+                if isinstance(mul, ir.OpView):
+                    mul = mul.operation
+                if (isinstance(mul, ir.Operation) and _contracts(mul, "arith.mulf")
+                        and len(list(v.uses)) == 1):
+                    found.append((op, mul, op.operands[1 - i]))
+                    break
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for add, mul, acc in found:
+        with ir.InsertionPoint(add), add.location:
+            add.results[0].replace_all_uses_with(vector.fma(mul.operands[0], mul.operands[1], acc))
+        add.erase()
+        mul.erase()

@@ -15,15 +15,20 @@ part is converted to the result type at the end, as XLA does (and dot).
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Sequence
 
 from mlir import ir
-from mlir.dialects import arith, scf, tensor
+from mlir.dialects import arith, linalg, scf, tensor
 
 from hlo_mlir.attr_types import ConvDims, Window
-from hlo_mlir.passes.convert_hlo_to_linalg.core import NARROW_FLOATS, Rewriter, element_mlir_type, rule
+from hlo_mlir.passes.convert_hlo_to_linalg.core import (NARROW_FLOATS, SUPPORTED_FLOATS, Rewriter, element_mlir_type,
+                                                        rule)
+from hlo_mlir.passes.convert_hlo_to_linalg.dot import MIN_KERNEL_WORK
 from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import complex_add, complex_mul, convert_scalar
-from hlo_mlir.passes.linalg_schedules import first_divisor, mark
+from hlo_mlir.passes.convert_hlo_to_linalg.matmul_kernel import (COLUMNS, DEPTH, ceil_to, crop, expand, fma, pad_to,
+                                                                 register_tile)
+from hlo_mlir.passes.linalg_schedules import Tiling, mark
 from hlo_mlir.types import BY_HLO, ElementType
 
 _DYN = ir.ShapedType.get_dynamic_stride_or_offset
@@ -74,19 +79,40 @@ class _Conv:
         v = convert_scalar(self.rw, v, et, self.we)
         return arith.extf(self.acc_t, v) if self.narrow else v
 
-    def input(self) -> ir.Value:
-        """`(N, P..., C)`: dilated, padded, converted input in canonical order."""
+    def input(self, extra: int = 0) -> ir.Value:
+        """`(N, P..., C)`: dilated, padded, converted input in canonical order, its last spatial dimension
+        widened by `extra` zeros. Without lhs dilation the padding is a zero fill plus one copy of the
+        (cropped) input into it, then the layout and element conversion; holes need a per-element gather."""
         rw, dn, win = self.rw, self.dn, self.win
-        shape = [self.n, *self.padded, self.c]
+        padded = [*self.padded[:-1], self.padded[-1] + extra] if extra else self.padded
+        shape = [self.n, *padded, self.c]
         rank = len(shape)
-        needs_cond = [win.pad_low[i] != 0 or win.pad_high[i] != 0 or win.lhs_dilate[i] > 1 for i in range(self.nsp)]
+        lo = list(win.pad_low)
+        hi = [*win.pad_high[:-1], win.pad_high[-1] + extra] if extra else list(win.pad_high)
+        needs_cond = [lo[i] != 0 or hi[i] != 0 or win.lhs_dilate[i] > 1 for i in range(self.nsp)]
         canonical = [dn.input_batch, *dn.input_spatial, dn.input_feature] == list(range(rank))
-        if not any(needs_cond) and canonical and self.le == self.oe and self.acc_t == element_mlir_type(self.oe):
+        converts = self.le != self.oe or self.acc_t != element_mlir_type(self.oe)
+        if not any(needs_cond) and canonical and not converts:
             return self.x
         pos = {dn.input_batch: 0, dn.input_feature: rank - 1, **{d: 1 + i for i, d in enumerate(dn.input_spatial)}}
-        if not any(needs_cond):
-            m = ir.AffineMap.get(rank, 0, [_d(pos[j]) for j in range(rank)])
-            return rw.generic([self.x], [m], shape, [self.acc_t], lambda v, _o: [self.load(v, self.le)])[0]
+        perm = ir.AffineMap.get(rank, 0, [_d(pos[j]) for j in range(rank)])
+        inner = [n - max(-a, 0) - max(-b, 0) for n, a, b in zip(self.in_sp, lo, hi)]
+        if all(ld == 1 for ld in win.lhs_dilate) and all(n > 0 for n in inner):
+            x = self.x
+            if any(a < 0 for a in lo) or any(b < 0 for b in hi):  # negative padding crops
+                xs = _shape(x)
+                offs, sizes = [0] * rank, list(xs)
+                for i, d in enumerate(dn.input_spatial):
+                    offs[d], sizes[d] = max(-lo[i], 0), inner[i]
+                x = tensor.ExtractSliceOp(ir.RankedTensorType.get(sizes, ir.RankedTensorType(x.type).element_type),
+                                          x, [], [], [], offs, sizes, [1] * rank).result
+            offs, sizes = [0] * rank, _shape(x)
+            for i, d in enumerate(dn.input_spatial):
+                offs[d], sizes[d] = max(lo[i], 0), padded[i]
+            x = pad_to(rw, x, sizes, offs)
+            if canonical and not converts:
+                return x
+            return rw.generic([x], [perm], shape, [self.acc_t], lambda v, _o: [self.load(v, self.le)])[0]
         i64 = ir.IntegerType.get_signless(64)
 
         def body(_out: ir.Value) -> list[ir.Value]:
@@ -98,8 +124,8 @@ class _Conv:
                 if not needs_cond[i]:
                     src[d] = rw.index(1 + i)
                     continue
-                lo, ld, n = win.pad_low[i], win.lhs_dilate[i], self.in_sp[i]
-                t = arith.subi(arith.index_cast(i64, rw.index(1 + i)), rw.constant(i64, lo))
+                ld, n = win.lhs_dilate[i], self.in_sp[i]
+                t = arith.subi(arith.index_cast(i64, rw.index(1 + i)), rw.constant(i64, lo[i]))
                 q = arith.divsi(t, rw.constant(i64, ld)) if ld > 1 else t
                 conds = [arith.cmpi(arith.CmpIPredicate.sge, t, rw.constant(i64, 0)),
                          arith.cmpi(arith.CmpIPredicate.slt, q, rw.constant(i64, n))]
@@ -164,6 +190,143 @@ class _Conv:
                                      [[0], *[[i] for i in sp], [nsp + 1, nsp + 2]]).result
         return self.finish(out)
 
+    def fast(self) -> ir.Value | None:
+        """The convolution on vectorized kernels (None when they do not apply: integer, pred or complex
+        types, batch groups, no spatial dimension, tiny or empty ones)."""
+        if not all(e.hlo in SUPPORTED_FLOATS for e in (self.le, self.ke, self.oe)) or self.bgc > 1 or not self.nsp:
+            return None
+        madds = self.n * math.prod(self.out_sp) * self.o * math.prod(self.k) * self.cg
+        if madds < MIN_KERNEL_WORK or 0 in self.out_sp:
+            return None
+        if self.cg == 1 and self.fgc == self.c == self.o and self.fgc > 1:
+            return self._depthwise()
+        return self._gemm()
+
+    def _rows(self, ow: int, mr: int) -> tuple[int, int]:
+        """(padded output width, extra input width) for row tiles of `mr` output positions: the windows of
+        the padding positions stay in bounds, and a strided input width is a multiple of the stride."""
+        owp = ceil_to(ow, mr)
+        s = self.win.stride[-1]
+        need = (owp - 1) * s + (self.k[-1] - 1) * self.win.rhs_dilate[-1] + 1
+        return owp, ceil_to(max(need, self.padded[-1]), s) - self.padded[-1]
+
+    def _input_view(self, extra: int, channels: list[int]) -> ir.Value:
+        """The canonical input (see `input`) with its channels (zero-padded to their product) split as
+        `channels`, and a strided last spatial dimension split into (width / stride, stride): a row tile
+        then reads consecutive positions."""
+        nsp, s = self.nsp, self.win.stride[-1]
+        padded = [*self.padded[:-1], self.padded[-1] + extra]
+        x = pad_to(self.rw, self.input(extra), [self.n, *padded, math.prod(channels)])
+        width = [padded[-1] // s, s] if s > 1 else [padded[-1]]
+        shape = [self.n, *padded[:-1], *width, *channels]
+        groups = [[0], *[[1 + i] for i in range(nsp - 1)], list(range(nsp, nsp + len(width)))]
+        groups.append(list(range(groups[-1][-1] + 1, len(shape))))
+        return expand(x, shape, groups)
+
+    def _window(self, dims: dict[str, int], mr: int) -> list[ir.AffineExpr]:
+        """Indices into `_input_view`'s spatial dimensions: `o*stride + k*rhs_dilation` for the loops
+        `o<i>`, `k<i>`, the last output dimension split into `owo` row tiles of `mr` and `owi`; for a strided
+        last dimension (o + k*rhs_dilation floordiv stride, k*rhs_dilation mod stride)."""
+        win, last = self.win, self.nsp - 1
+        out = [_d(dims[f"o{i}"]) * win.stride[i] + _d(dims[f"k{i}"]) * win.rhs_dilate[i] for i in range(last)]
+        ow = _d(dims["owo"]) * mr + _d(dims["owi"])
+        k = _d(dims[f"k{last}"]) * win.rhs_dilate[last]
+        s = win.stride[last]
+        if s == 1:
+            return [*out, ow + k]
+        c = ir.AffineConstantExpr.get(s)
+        return [*out, ow + ir.AffineFloorDivExpr.get(k, c), ir.AffineModExpr.get(k, c)]
+
+    def _forall(self, lead: int, dims: dict[str, int], rank: int) -> Tiling:
+        """Batch (and group) by 1, output rows (the first spatial dimension, the row tiles for 1-D) in
+        blocks that give the cores at least 8 iterations."""
+        name = "o0" if self.nsp > 1 else "owo"
+        extent = self.out_sp[0] if self.nsp > 1 else -(-self.out_sp[0] // 8)
+        rows = extent
+        while rows > 1 and lead * -(-extent // rows) < 8:
+            rows = -(-rows // 2)
+        sizes = [0] * rank
+        for nm in ("n", "g"):
+            if nm in dims:
+                sizes[dims[nm]] = 1
+        sizes[dims[name]] = rows
+        return Tiling(tuple(sizes), forall=True)
+
+    def _gemm(self) -> ir.Value:
+        """Implicit GEMM: per group, output positions x output features += input window x kernel, with
+        the window positions and input features as the reduction (no im2col copy)."""
+        rw, nsp, g, cg = self.rw, self.nsp, self.fgc, self.cg
+        og, ow, os_ = self.o // g, self.out_sp[-1], self.out_sp[:-1]
+        mr, nr = register_tile(ir.FloatType(self.acc_t).width, ow, og)
+        owp, extra = self._rows(ow, mr)
+        ogp = ceil_to(og, nr)
+        x = self._input_view(extra, [g, cg])
+        w = expand(self.kernel(), [*self.k, cg, g, og], [*[[i] for i in range(nsp)], [nsp], [nsp + 1, nsp + 2]])
+        w = expand(pad_to(rw, w, [*self.k, cg, g, ogp]), [*self.k, cg, g, ogp // nr, nr],
+                   [*[[i] for i in range(nsp)], [nsp], [nsp + 1], [nsp + 2, nsp + 3]])
+        names = ["n", "g", *[f"o{i}" for i in range(nsp - 1)], "owo", "oo", "owi", "oi",
+                 *[f"k{i}" for i in range(nsp)], "c"]
+        dims = {nm: i for i, nm in enumerate(names)}
+        rank = len(names)
+        D = lambda nm: _d(dims[nm])  # noqa: E731
+        xmap = [D("n"), *self._window(dims, mr), D("g"), D("c")]
+        wmap = [*[D(f"k{i}") for i in range(nsp)], D("c"), D("g"), D("oo"), D("oi")]
+        omap = [D("n"), *[D(f"o{i}") for i in range(nsp - 1)], D("owo"), D("owi"), D("g"), D("oo"), D("oi")]
+        acc_shape = [self.n, *os_, owp // mr, mr, g, ogp // nr, nr]
+        init = rw.filled(acc_shape, rw.constant(self.acc_t, 0))
+        out = rw.generic([x, w], [ir.AffineMap.get(rank, 0, xmap), ir.AffineMap.get(rank, 0, wmap)], acc_shape,
+                         [self.acc_t], lambda a, b, acc: [fma(acc, a, b)],
+                         iterators=["parallel"] * (nsp + 5) + ["reduction"] * (nsp + 1), inits=[init],
+                         output_map=ir.AffineMap.get(rank, 0, omap))[0]
+        block = [0] * rank
+        block[dims["oo"]], block[dims["c"]] = max(1, COLUMNS // nr), DEPTH
+        last = [0 if nm in ("owi", "oi") else 1 for nm in names]
+        order = [dims[nm] for nm in ("n", "g", *[f"o{i}" for i in range(nsp - 1)], "oo", "owo", "owi", "oi",
+                                     *[f"k{i}" for i in range(nsp)], "c")]
+        mark(out.owner, [self._forall(self.n * g, dims, rank), Tiling(tuple(block)),
+                         Tiling(tuple(last), interchange=tuple(order))])
+        groups = [[0], *[[1 + i] for i in range(nsp - 1)], [nsp, nsp + 1], [nsp + 2], [nsp + 3, nsp + 4]]
+        out = tensor.CollapseShapeOp(ir.RankedTensorType.get([self.n, *os_, owp, g, ogp], self.acc_t), out,
+                                     groups).result
+        out = crop(rw, out, [self.n, *os_, ow, g, og])
+        return self.finish(tensor.CollapseShapeOp(ir.RankedTensorType.get([self.n, *self.out_sp, self.o], self.acc_t),
+                                                  out, [*[[i] for i in range(nsp + 1)], [nsp + 1, nsp + 2]]).result)
+
+    def _depthwise(self) -> ir.Value:
+        """One kernel per channel (feature groups = channels, as MobileNet): output positions x channels
+        += input window x kernel, vectorized over channels."""
+        rw, nsp, c = self.rw, self.nsp, self.c
+        ow, os_ = self.out_sp[-1], self.out_sp[:-1]
+        lanes = 512 // ir.FloatType(self.acc_t).width
+        cr = 2 * lanes if c % (2 * lanes) == 0 else lanes
+        cp = ceil_to(c, cr)
+        mr = register_tile(ir.FloatType(self.acc_t).width, ow, cr)[0]
+        owp, extra = self._rows(ow, mr)
+        x = self._input_view(extra, [cp // cr, cr])
+        w = pad_to(rw, self.kernel(), [*self.k, 1, cp])
+        w = expand(w, [*self.k, 1, cp // cr, cr], [*[[i] for i in range(nsp + 1)], [nsp + 1, nsp + 2]])
+        names = ["n", *[f"o{i}" for i in range(nsp - 1)], "owo", "co", "owi", "ci", *[f"k{i}" for i in range(nsp)]]
+        dims = {nm: i for i, nm in enumerate(names)}
+        rank = len(names)
+        D = lambda nm: _d(dims[nm])  # noqa: E731
+        xmap = [D("n"), *self._window(dims, mr), D("co"), D("ci")]
+        wmap = [*[D(f"k{i}") for i in range(nsp)], ir.AffineConstantExpr.get(0), D("co"), D("ci")]
+        omap = [D("n"), *[D(f"o{i}") for i in range(nsp - 1)], D("owo"), D("owi"), D("co"), D("ci")]
+        acc_shape = [self.n, *os_, owp // mr, mr, cp // cr, cr]
+        init = rw.filled(acc_shape, rw.constant(self.acc_t, 0))
+        out = rw.generic([x, w], [ir.AffineMap.get(rank, 0, xmap), ir.AffineMap.get(rank, 0, wmap)], acc_shape,
+                         [self.acc_t], lambda a, b, acc: [fma(acc, a, b)],
+                         iterators=["parallel"] * (nsp + 4) + ["reduction"] * nsp, inits=[init],
+                         output_map=ir.AffineMap.get(rank, 0, omap))[0]
+        last = [0 if nm in ("owi", "ci") else 1 for nm in names]
+        order = [dims[nm] for nm in ("n", *[f"o{i}" for i in range(nsp - 1)], "co", "owo", "owi", "ci",
+                                     *[f"k{i}" for i in range(nsp)])]
+        mark(out.owner, [self._forall(self.n, dims, rank), Tiling(tuple(last), interchange=tuple(order))])
+        groups = [*[[i] for i in range(nsp)], [nsp, nsp + 1], [nsp + 2, nsp + 3]]
+        out = tensor.CollapseShapeOp(ir.RankedTensorType.get([self.n, *os_, owp, cp], self.acc_t), out,
+                                     groups).result
+        return self.finish(crop(rw, out, [self.n, *self.out_sp, c]))
+
     def _window_loops(self, x: ir.Value, w: ir.Value, acc: ir.Value, ivs: list[ir.Value]) -> ir.Value:
         if len(ivs) == self.nsp:
             return self.contract(x, w, acc, ivs)
@@ -198,21 +361,7 @@ class _Conv:
         out_map = ir.AffineMap.get(rank, 0, [*outs, dg, dog])
         res = rw.generic([xs, ws], maps, _shape(acc), [self.acc_t], lambda a, b, c: [self.step(a, b, c)],
                          iterators=["parallel"] * (rank - 1) + ["reduction"], inits=[acc], output_map=out_map)[0]
-        self._schedule(res.owner, [nb, *self.out_sp, g, og, self.cg])
         return res
-
-    def _schedule(self, op: ir.Operation, bounds: list[int]) -> None:
-        """Vectorize f32/f64 convolutions whose output width, features and channels fit the register tile."""
-        if self.oe.hlo not in ("f32", "f64") or self.we != self.oe or not self.nsp:
-            return
-        *lead, width, g, og, c = bounds
-        lanes = 512 // self.oe.bits
-        if width % 8 or og % (2 * lanes) or c % 16 or width * og * c < 1 << 12:
-            return
-        inner = [1] * len(lead) + [8, 1, 2 * lanes, 16]
-        outer = [1] * len(lead) + [first_divisor(width, (64, 56, 48, 40, 32, 24, 16, 8)), 1,
-                                   first_divisor(og, (256, 128, 64, 32, 16)), first_divisor(c, (256, 128, 64, 32, 16))]
-        mark(op, outer, inner)
 
     def finish(self, out: ir.Value) -> ir.Value:
         """Canonical `(Nb, O..., O)` in the accumulation type -> the result layout and type."""
@@ -245,4 +394,5 @@ def convolution(rw: Rewriter) -> list[ir.Value]:
     shape = rw.result_shape()
     if 0 in shape:
         return [rw.empty(shape, element_mlir_type(oe))]
-    return [conv.lower()]
+    out = conv.fast()
+    return [conv.lower() if out is None else out]

@@ -1,38 +1,89 @@
-"""dot: a linalg.generic contraction over (batch, lhs free, rhs free, contracting) loops.
+"""dot: real float dots run the tiled, vectorized `matmul_kernel`; the rest one linalg.generic contraction.
 
-Complex dots accumulate `acc + a*b` from 0 + 0i in the result type, with the textbook product
+Any real float dot that is not tiny becomes one batched matmul: each operand is viewed (a reshape, no
+copy) as [batch, free, contracting] or [batch, contracting, free] — whichever is its own order, with the
+contracting pairs taken in the order that suits the operands — and transposed (a copy) only when its
+batch, free and contracting dimensions interleave. Narrow floats convert to f32 on the way in and round
+once at the end; f64 results compute in f64, every other float result in f32.
+Other dots (integer, pred, complex) are a linalg.generic over (batch, lhs free, rhs free, contracting)
+loops. Complex dots accumulate `acc + a*b` from 0 + 0i in the result type, with the textbook product
 (`elementwise.complex_mul`); complex operands of a real result accumulate in c64 (c128 for f64 and
 integer results) and the real part is converted to the result type at the end, as XLA does.
-f32/f64 matmul-shaped dots (one free dim per side, one contracting dim) whose sizes fit the register tile
-are marked for `linalg_schedules` (tiled for cache and registers, vectorized to FMAs).
 """
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
-from mlir.dialects import arith
+from mlir.dialects import arith, linalg, tensor
 
-from hlo_mlir.passes.convert_hlo_to_linalg.core import NARROW_FLOATS, Rewriter, element_mlir_type, rule
+from hlo_mlir.passes.convert_hlo_to_linalg.core import (NARROW_FLOATS, SUPPORTED_FLOATS, Rewriter, element_mlir_type,
+                                                        rule)
 from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import complex_add, complex_mul, complex_zero, convert_scalar
-from hlo_mlir.passes.linalg_schedules import first_divisor, mark
-from hlo_mlir.types import BY_HLO
+from hlo_mlir.passes.convert_hlo_to_linalg.matmul_kernel import Load, batch_matmul, shape_of
+from hlo_mlir.passes.convert_hlo_to_linalg.shape_ops import _reshape_to as reshape_view
+from hlo_mlir.types import BY_HLO, ElementType
+
+MIN_KERNEL_WORK = 1 << 14  # multiply-adds below which the plain loop nest is as fast as the kernel's setup
 
 
-def _sizes(shape: list[int], dims: list[int]) -> list[int]:
-    return [shape[d] for d in dims]
+def transpose(x: ir.Value, perm: list[int]) -> ir.Value:
+    """Dimension i of the result is dimension perm[i] of `x` (`x` itself for the identity)."""
+    if perm == sorted(perm):
+        return x
+    shape = shape_of(x)
+    init = tensor.EmptyOp([shape[p] for p in perm], ir.RankedTensorType(x.type).element_type).result
+    return linalg.transpose(x, outs=[init], permutation=perm).results[0]
 
 
-def _schedule(op: ir.Operation, bounds: list[int], bits: int) -> None:
-    """Register-tile (8 rows x two 512-bit vectors of the result, 16-deep k) and cache-tile a matmul when
-    its sizes allow; smaller or ragged matmuls stay plain loops."""
-    *batch, m, n, k = bounds
-    lanes = 512 // bits
-    inner = [8, 2 * lanes, 16]
-    if m * n * k < 1 << 15 or any(b % t for b, t in zip((m, n, k), inner)):
-        return
-    outer = [first_divisor(m, (64, 32, 16, 8)), first_divisor(n, (256, 128, 64, 32, 16)),
-             first_divisor(k, (256, 128, 64, 32, 16))]
-    mark(op, [1] * len(batch) + outer, [1] * len(batch) + inner)
+def _arranged(x: ir.Value, batch: list[int], free: list[int], contract: list[int],
+              k_first: bool) -> tuple[ir.Value, bool]:
+    """`x` as [B, F, K] (False) or [B, K, F] (True): a view when either order is the operand's own,
+    else transposed to [B, K, F] if `k_first` (the order the kernel prefers) or [B, F, K]."""
+    shape = shape_of(x)
+    ident = list(range(len(shape)))
+    if [*batch, *free, *contract] == ident:
+        k_first = False
+    elif [*batch, *contract, *free] == ident:
+        k_first = True
+    else:
+        x = transpose(x, [*batch, *contract, *free] if k_first else [*batch, *free, *contract])
+    size = lambda dims: math.prod(shape[i] for i in dims)  # noqa: E731
+    sizes = [size(batch), size(contract), size(free)] if k_first else [size(batch), size(free), size(contract)]
+    return reshape_view(x, sizes), k_first
+
+
+def _copies(shape: list[int], batch: list[int], free: list[int], contract: list[int]) -> int:
+    """Elements copied to arrange an operand whose contracting dims pair in `contract` order."""
+    ident = list(range(len(shape)))
+    return 0 if ident in ([*batch, *free, *contract], [*batch, *contract, *free]) else math.prod(shape)
+
+
+def _kernel(rw: Rewriter, lb: list[int], rb: list[int], lc: list[int], rc: list[int]) -> ir.Value:
+    """The dot as one batched matmul (see the module docstring)."""
+    lhs, rhs = rw.operand(0), rw.operand(1)
+    le, re_, oe = rw.operand_element(0), rw.operand_element(1), rw.result_element()
+    ls, rs = shape_of(lhs), shape_of(rhs)
+    lf = [i for i in range(len(ls)) if i not in lb and i not in lc]
+    rf = [i for i in range(len(rs)) if i not in rb and i not in rc]
+    pairs = min((sorted(zip(lc, rc)), sorted(zip(lc, rc), key=lambda p: p[1])),
+                key=lambda ps: _copies(ls, lb, lf, [p[0] for p in ps]) + _copies(rs, rb, rf, [p[1] for p in ps]))
+    a, km = _arranged(lhs, lb, lf, [p[0] for p in pairs], False)
+    b, kn = _arranged(rhs, rb, rf, [p[1] for p in pairs], True)
+    narrow = oe.hlo in NARROW_FLOATS
+    work = ir.F64Type.get() if oe.hlo == "f64" else ir.F32Type.get()
+
+    def load(et: ElementType) -> Load:
+        def fn(v: ir.Value) -> ir.Value:
+            v = convert_scalar(rw, v, et, oe) if et != oe else v
+            return arith.extf(work, v) if narrow else v
+        return fn
+
+    out_t = element_mlir_type(oe)
+    finish = (out_t, lambda v: arith.truncf(out_t, v)) if narrow else None
+    out = batch_matmul(rw, a, km, b, not kn, work, load(le), load(re_), finish)
+    return reshape_view(out, rw.result_shape())
 
 
 @rule("dot")
@@ -40,13 +91,16 @@ def dot(rw: Rewriter) -> list[ir.Value]:
     lhs, rhs = rw.operand(0), rw.operand(1)
     le, re_, oe = rw.operand_element(0), rw.operand_element(1), rw.result_element()
     rw.require_floats(le, re_, oe)
+    lb, rb = list(rw.attrs.get("lhs_batch_dims", ())), list(rw.attrs.get("rhs_batch_dims", ()))
+    lc, rc = list(rw.attrs.get("lhs_contracting_dims", ())), list(rw.attrs.get("rhs_contracting_dims", ()))
+    rshape = shape_of(rhs)
+    madds = math.prod(shape_of(lhs)) * math.prod(n for i, n in enumerate(rshape) if i not in rb and i not in rc)
+    if all(e.hlo in SUPPORTED_FLOATS for e in (le, re_, oe)) and madds >= MIN_KERNEL_WORK:
+        return [_kernel(rw, lb, rb, lc, rc)]
     # Complex operands of a real result: multiply and sum in complex, keep the real part (as XLA).
     mixed = not oe.is_complex and (le.is_complex or re_.is_complex)
     ce = BY_HLO["c64" if oe.is_float and oe.bits <= 32 else "c128"] if mixed else oe
-    lshape = list(ir.RankedTensorType(lhs.type).shape)
-    rshape = list(ir.RankedTensorType(rhs.type).shape)
-    lb, rb = list(rw.attrs.get("lhs_batch_dims", ())), list(rw.attrs.get("rhs_batch_dims", ()))
-    lc, rc = list(rw.attrs.get("lhs_contracting_dims", ())), list(rw.attrs.get("rhs_contracting_dims", ()))
+    lshape = shape_of(lhs)
     lfree = [d for d in range(len(lshape)) if d not in lb and d not in lc]
     rfree = [d for d in range(len(rshape)) if d not in rb and d not in rc]
     nb, nlf, nrf, nc = len(lb), len(lfree), len(rfree), len(lc)
@@ -90,8 +144,6 @@ def dot(rw: Rewriter) -> list[ir.Value]:
     rmap = ir.AffineMap.get(rank, 0, rexprs)
     out = rw.generic([lhs, rhs], [lmap, rmap], shape, [acc_t], body, iterators=iters, inits=[init],
                      output_map=out_map)[0]
-    if oe.hlo in ("f32", "f64") and le == oe and re_ == oe and nlf == nrf == nc == 1:
-        _schedule(out.owner, [*_sizes(lshape, lb), lshape[lfree[0]], rshape[rfree[0]], lshape[lc[0]]], oe.bits)
     if mixed:
         ident = ir.AffineMap.get_identity(len(shape))
         out = rw.generic([out], [ident], shape, [element_mlir_type(oe)],

@@ -1,0 +1,162 @@
+"""The fast contraction shared by dot and convolution: [B, M, K] x [B, K, N] -> [B, M, N] in f32 or f64.
+
+A register tile of `mr` rows x `nr` columns (two 512-bit vectors) accumulates in registers over a whole
+k block: per k step it broadcasts `mr` lhs scalars and multiplies them with one `nr`-wide rhs row (FMAs).
+The rhs is packed once into `nr`-column panels `[B, N/nr, K, nr]`, so that the k loop walks contiguous
+memory (a row-major rhs row is `N` floats apart: 4 KB strides alias in L1 for N = 1024); the packing
+also zero-pads a ragged N and converts narrow floats once. The lhs is read in place (`[B, M, K]` or
+`[B, K, M]`), only converted up front when its type is not the work type and zero-padded when M is
+ragged. Loops: an `scf.forall` over batch x row blocks (the unit the OpenMP lowering spreads over the
+cores), then column and k blocks for the caches, then the register tile (`linalg_schedules`). Sums run in k order from zero, like the naive loop nest,
+with the multiply-add fused (the FMA's single rounding, as XLA's CPU backend).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from mlir import ir
+from mlir.dialects import arith, linalg, tensor
+
+from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter
+from hlo_mlir.passes.linalg_schedules import Tiling, mark
+
+Load = Callable[[ir.Value], ir.Value]
+CONTRACT = "#arith.fastmath<contract>"
+ROWS, COLUMNS, DEPTH = 64, 256, 256  # cache block: lhs rows per forall iteration, rhs columns, k
+PACK_MIN_ROWS = 64  # fewer lhs rows read each rhs element too few times to repay packing it
+
+
+def fma(acc: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+    """acc + a*b, allowed to fuse into one FMA."""
+    fm = ir.Attribute.parse(CONTRACT)
+    return arith.addf(acc, arith.mulf(a, b, fastmath=fm), fastmath=fm)
+
+
+def register_tile(bits: int, m: int, n: int) -> tuple[int, int]:
+    """(rows, columns) of the register tile: up to 8 rows x two 512-bit vectors (one when N fits in
+    one), i.e. at most 16 accumulators of the 32 AVX-512 registers. The rows divide M when 5 to 8 rows
+    can (a 28- or 14-wide image row pads nothing with 7), else M pads to 8."""
+    lanes = 512 // bits
+    rows = m if m < 8 else next((r for r in (8, 7, 6, 5) if m % r == 0), 8)
+    return rows, 2 * lanes if n > lanes else lanes
+
+
+def ceil_to(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def shape_of(v: ir.Value) -> list[int]:
+    return list(ir.RankedTensorType(v.type).shape)
+
+
+def pad_to(rw: Rewriter, x: ir.Value, shape: Sequence[int], low: Sequence[int] | None = None) -> ir.Value:
+    """`x` placed at offsets `low` (default 0) in a zero tensor of `shape`: a fill, then a linalg.copy into
+    a slice of it, in place after bufferization (tensor.pad would become a strided memref.copy, a runtime
+    library call; a generic that does not read its init gets a buffer of its own)."""
+    src = shape_of(x)
+    if list(shape) == src:
+        return x
+    et = ir.RankedTensorType(x.type).element_type
+    zeros = rw.filled(shape, rw.constant(et, 0))
+    n = len(src)
+    offs = list(low) if low is not None else [0] * n
+    part = tensor.ExtractSliceOp(ir.RankedTensorType.get(src, et), zeros, [], [], [], offs, src, [1] * n).result
+    copied = linalg.copy(x, outs=[part])
+    return tensor.InsertSliceOp(copied, zeros, [], [], [], offs, src, [1] * n).result
+
+
+def crop(rw: Rewriter, x: ir.Value, shape: Sequence[int]) -> ir.Value:
+    """The low corner of `x` of `shape` as a tensor of its own (`x` itself when it has that shape): a
+    linalg.copy, which stays a copy (an identity generic would fold into a strided memref.copy)."""
+    if shape_of(x) == list(shape):
+        return x
+    et = ir.RankedTensorType(x.type).element_type
+    n = len(shape)
+    part = tensor.ExtractSliceOp(ir.RankedTensorType.get(list(shape), et), x, [], [], [], [0] * n, list(shape),
+                                 [1] * n).result
+    return linalg.copy(part, outs=[rw.empty(shape, et)])
+
+
+def expand(x: ir.Value, shape: Sequence[int], groups: Sequence[Sequence[int]]) -> ir.Value:
+    t = ir.RankedTensorType.get(list(shape), ir.RankedTensorType(x.type).element_type)
+    return tensor.ExpandShapeOp(t, x, [list(g) for g in groups], [], list(shape)).result
+
+
+def d(i: int) -> ir.AffineExpr:
+    return ir.AffineDimExpr.get(i)
+
+
+def amap(rank: int, exprs: Sequence[ir.AffineExpr]) -> ir.AffineMap:
+    return ir.AffineMap.get(rank, 0, list(exprs))
+
+
+def _converted(rw: Rewriter, x: ir.Value, work: ir.Type, load: Load) -> ir.Value:
+    """`x` in the work type (itself when it has it): converted once, not at each of its many reads."""
+    if ir.RankedTensorType(x.type).element_type == work:
+        return x
+    shape = shape_of(x)
+    ident = amap(len(shape), [d(i) for i in range(len(shape))])
+    return rw.generic([x], [ident], shape, [work], lambda v, _o: [load(v)])[0]
+
+
+def _pack_rhs(rw: Rewriter, rhs: ir.Value, nk: bool, nr: int, work: ir.Type, load: Load) -> ir.Value:
+    """[B, K, N] (or [B, N, K] when `nk`) -> zero-padded, converted panels [B, Np/nr, K, nr]."""
+    b, x, y = shape_of(rhs)
+    k, n = (y, x) if nk else (x, y)
+    np_ = ceil_to(n, nr)
+    if nk:
+        view = expand(pad_to(rw, rhs, [b, np_, k]), [b, np_ // nr, nr, k], [[0], [1, 2], [3]])
+        m = amap(4, [d(0), d(1), d(3), d(2)])
+    else:
+        view = expand(pad_to(rw, rhs, [b, k, np_]), [b, k, np_ // nr, nr], [[0], [1], [2, 3]])
+        m = amap(4, [d(0), d(2), d(1), d(3)])
+    return rw.generic([view], [m], [b, np_ // nr, k, nr], [work], lambda x, _o: [load(x)])[0]
+
+
+def batch_matmul(rw: Rewriter, lhs: ir.Value, km: bool, rhs: ir.Value, nk: bool, work: ir.Type,
+                 load_lhs: Load, load_rhs: Load, finish: tuple[ir.Type, Load] | None = None) -> ir.Value:
+    """[B, M, N] = sum over k of lhs[b, m, k] * rhs[b, k, n], operands converted by `load_*` to `work`
+    (f32/f64) on the way in; `lhs` is [B, M, K] ([B, K, M] when `km`), `rhs` [B, K, N] ([B, N, K] when
+    `nk`). `finish = (type, fn)` maps the sums to the result type (e.g. rounding to bf16) in the same pass
+    that drops the padding."""
+    ls, rs = shape_of(lhs), shape_of(rhs)
+    b, m, k = (ls[0], ls[2], ls[1]) if km else tuple(ls)
+    n = rs[1] if nk else rs[2]
+    mr, nr = register_tile(ir.FloatType(work).width, m, n)
+    mp, np_ = ceil_to(m, mr), ceil_to(n, nr)
+    mo, no = mp // mr, np_ // nr
+    # loops: b, mo, no, mi, ni, k
+    lhs = _converted(rw, lhs, work, load_lhs)
+    if km:
+        a = expand(pad_to(rw, lhs, [b, k, mp]), [b, k, mo, mr], [[0], [1], [2, 3]])
+        amap_ = amap(6, [d(0), d(5), d(1), d(3)])
+    else:
+        a = expand(pad_to(rw, lhs, [b, mp, k]), [b, mo, mr, k], [[0], [1, 2], [3]])
+        amap_ = amap(6, [d(0), d(1), d(3), d(5)])
+    if nk or n % nr or m >= PACK_MIN_ROWS or ir.RankedTensorType(rhs.type).element_type != work:
+        bt = _pack_rhs(rw, rhs, nk, nr, work, load_rhs)
+        bmap = amap(6, [d(0), d(2), d(5), d(4)])
+    else:
+        bt = expand(rhs, [b, k, no, nr], [[0], [1], [2, 3]])
+        bmap = amap(6, [d(0), d(5), d(2), d(4)])
+    acc_shape = [b, mo, mr, no, nr]
+    init = rw.filled(acc_shape, rw.constant(work, 0))
+    out = rw.generic([a, bt], [amap_, bmap], acc_shape, [work], lambda x, y, acc: [fma(acc, x, y)],
+                     iterators=["parallel"] * 5 + ["reduction"], inits=[init],
+                     output_map=amap(6, [d(0), d(1), d(3), d(2), d(4)]))[0]
+    rows = max(1, ROWS // mr)
+    while rows > 1 and b * -(-mo // rows) < 4:  # enough forall iterations for the cores
+        rows //= 2
+    mark(out.owner, [Tiling((1, rows, 0, 0, 0, 0), forall=True),
+                     Tiling((0, 0, max(1, COLUMNS // nr), 0, 0, DEPTH)),
+                     Tiling((0, 1, 1, 0, 0, 1), interchange=(0, 2, 1, 3, 4, 5))])
+    full = tensor.CollapseShapeOp(ir.RankedTensorType.get([b, mp, np_], work), out, [[0], [1, 2], [3, 4]]).result
+    if finish is None:
+        return crop(rw, full, [b, m, n])
+    if (mp, np_) != (m, n):  # the rounding pass reads the slice
+        full = tensor.ExtractSliceOp(ir.RankedTensorType.get([b, m, n], work), full, [], [], [], [0, 0, 0], [b, m, n],
+                                     [1, 1, 1]).result
+    et, fn = finish
+    ident = amap(3, [d(0), d(1), d(2)])
+    return rw.generic([full], [ident], [b, m, n], [et], lambda v, _o: [fn(v)])[0]
