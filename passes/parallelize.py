@@ -1,7 +1,8 @@
 """Run the outermost parallel loop of every big kernel on all threads (OpenMP).
 
 After `outline_kernels` and `convert-linalg-to-affine-loops`, each kernel is a function holding one
-affine loop nest. For kernels touching at least `MIN_ELEMENTS` elements, upstream `affine-parallelize`
+affine loop nest. For kernels touching at least `MIN_ELEMENTS` elements (1 MB of f32: below that a
+fork/join with sleeping workers costs about what a second core saves), upstream `affine-parallelize`
 (dependence analysis; at most one parallel level, so the inner loops stay plain loops LLVM vectorizes)
 turns the outermost loop without a loop-carried dependence into `affine.parallel`; the LLVM pipeline
 then makes it an OpenMP worksharing loop (`convert-scf-to-openmp`). Small kernels stay sequential: a
@@ -20,7 +21,7 @@ from mlir.passmanager import PassManager
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.passes import outline_kernels
 
-MIN_ELEMENTS = 1 << 16
+MIN_ELEMENTS = 1 << 18
 _PIPELINE = "func.func(canonicalize,affine-parallelize{max-nested=1})"
 
 

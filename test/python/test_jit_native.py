@@ -21,10 +21,10 @@ add {
   ROOT c = f32[] add(a, b)
 }
 ENTRY main {
-  x = f32[512,256] parameter(0)
-  e = f32[512,256] exponential(x)
+  x = f32[1024,256] parameter(0)
+  e = f32[1024,256] exponential(x)
   z = f32[] constant(0)
-  ROOT s = f32[512] reduce(e, z), dimensions={1}, to_apply=add
+  ROOT s = f32[1024] reduce(e, z), dimensions={1}, to_apply=add
 }
 """
 
@@ -37,7 +37,7 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _x() -> np.ndarray:
-    return np.random.default_rng(0).standard_normal((512, 256)).astype(np.float32)
+    return np.random.default_rng(0).standard_normal((1024, 256)).astype(np.float32)
 
 
 def test_second_compile_loads_the_cached_library(cache_dir: Path) -> None:

@@ -29,8 +29,6 @@ from hlo_mlir.types import ArrayType
 
 _PROFILE_SLOTS = 65536  # HLO_MLIR_MAX_KERNELS in support.c
 _GLOBAL_SENTINEL = 0xDEADBEEF  # memref.get_global's "allocated" pointer
-_libc = ctypes.CDLL(None)
-_libc.free.argtypes = [ctypes.c_void_p]
 
 
 @functools.cache
@@ -65,6 +63,7 @@ class Compiled:
     from_cache: bool = False  # loaded from the on-disk cache (no code generation in this process)
     kernels: dict = field(default_factory=dict)  # `k<N>` (kernel call site) -> HLO instruction names (--profile)
     _fn: Any = None
+    _free: Any = None
     _result_struct: Any = None
     _arg_layouts: list = field(default_factory=list)  # per parameter: (dtype, shape, descriptor, shape, strides)
     _result_layouts: list = field(default_factory=list)  # per result: (storage dtype, shape, elements, dtype)
@@ -75,6 +74,7 @@ class Compiled:
         from hlo_mlir.types import ArrayType as Array
 
         self._fn = native.entry_point(self.lib, self.entry)
+        self._free = native.free_function(self.lib)
         res_types = [_descriptor_type(len(t.dims)) for t in self.results]
         if len(res_types) > 1:
             self._result_struct = type("Results", (ctypes.Structure,),
@@ -161,14 +161,14 @@ class Compiled:
                 continue
             buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(d.aligned + d.offset * dtype.itemsize)
             if ptr and dtype == want and owned.count(ptr) == 1:
-                weakref.finalize(buf, _libc.free, ptr)
+                weakref.finalize(buf, self._free, ptr)
                 values.append(np.frombuffer(buf, dtype=dtype).reshape(shape))
                 continue
             values.append(np.frombuffer(buf, dtype=dtype).reshape(shape).astype(want))
             if ptr:
                 to_free.add(ptr)
         for ptr in to_free:
-            _libc.free(ptr)
+            self._free(ptr)
         return values
 
 

@@ -91,6 +91,8 @@ def build(ir_text: str, out: Path, link_libs: Sequence[str] = (), jobs: int | No
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="hlo-mlir-build-") as tmp:
         source = os.path.join(tmp, "module.ll")
+        # The compiled code allocates through support.c's caching allocator (see hlo_mlir_malloc there).
+        ir_text = re.sub(r"@(malloc|free)\b", r"@hlo_mlir_\1", ir_text)
         Path(source).write_text(_host_thunks(ir_text))
         parts = max(1, min(jobs * 2, len(ir_text) // PART_BYTES))
         if parts > 1:
@@ -136,6 +138,13 @@ def openmp_library() -> str:
     raise HloError("jit: the OpenMP runtime libiomp5.so (package intel-openmp) is not installed")
 
 
+def openmp_defaults() -> None:
+    """OpenMP settings for a shared machine, unless the user set them: idle worker threads sleep at once
+    (`KMP_BLOCKTIME=0`) instead of spinning for 200 ms, which on a loaded machine steals the core the
+    other thread of the next parallel loop needs (a 256x256 kernel loop measured 6x slower)."""
+    os.environ.setdefault("KMP_BLOCKTIME", "0")
+
+
 def set_threads(n: int) -> None:
     """Threads for the parallel loops of compiled modules, from now on (0: every core)."""
     if n < 0:
@@ -159,6 +168,7 @@ def _support_object(cc: str, directory: Path) -> str:
 
 def load(path: Path) -> ctypes.CDLL:
     """The library at `path`, loaded privately (two modules may define the same symbols)."""
+    openmp_defaults()  # before the OpenMP runtime it may bring in reads its settings
     try:
         return ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
     except OSError as e:
@@ -170,6 +180,14 @@ def bind_host_functions(lib: ctypes.CDLL, callbacks: dict[str, Any]) -> None:
     for name, cb in callbacks.items():
         slot = ctypes.c_void_p.in_dll(lib, f"_mlir_ciface_{name}.slot")
         slot.value = ctypes.cast(cb, ctypes.c_void_p).value
+
+
+def free_function(lib: ctypes.CDLL) -> Callable[[int], None]:
+    """The `free` matching the compiled code's allocations (buffers it returns are released with it)."""
+    fn = lib.hlo_mlir_free
+    fn.argtypes = [ctypes.c_void_p]
+    fn.restype = None
+    return fn
 
 
 def entry_point(lib: ctypes.CDLL, name: str) -> Callable[..., None]:

@@ -53,3 +53,65 @@ void hlo_mlir_prof_exit(int64_t kernel) {
   hlo_mlir_prof_ns[kernel] += now_ns() - started[kernel];
   hlo_mlir_prof_calls[kernel] += 1;
 }
+
+/* The compiled code's malloc/free (renamed in its LLVM IR). glibc gives big blocks their own mmap and
+ * hands them back on free, so a while loop allocating a 256 KiB temporary per iteration pays for fresh
+ * zeroed pages every time (10x the kernel itself on a VM). Blocks of at least CACHE_MIN bytes are kept
+ * on free and handed out again for the same rounded size, as XLA reuses its buffer allocations. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#define HEADER 64 /* keeps the block 64-byte aligned after the size word */
+#define CACHE_MIN (64 * 1024)
+#define CACHE_SLOTS 256
+#define CACHE_MAX_BYTES ((size_t)1 << 31)
+
+static void *cached[CACHE_SLOTS];
+static size_t cached_size[CACHE_SLOTS];
+static int cached_count;
+static size_t cached_bytes;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t rounded(size_t n) { return n < CACHE_MIN ? n : (n + 4095) & ~(size_t)4095; }
+
+void *hlo_mlir_malloc(size_t n) {
+  size_t size = rounded(n);
+  if (size >= CACHE_MIN) {
+    pthread_mutex_lock(&cache_lock);
+    for (int i = cached_count - 1; i >= 0; --i) {
+      if (cached_size[i] == size) {
+        void *block = cached[i];
+        cached[i] = cached[cached_count - 1];
+        cached_size[i] = cached_size[cached_count - 1];
+        --cached_count;
+        cached_bytes -= size;
+        pthread_mutex_unlock(&cache_lock);
+        return (char *)block + HEADER;
+      }
+    }
+    pthread_mutex_unlock(&cache_lock);
+  }
+  void *block = NULL;
+  if (posix_memalign(&block, HEADER, size + HEADER)) return NULL;
+  *(size_t *)block = size;
+  return (char *)block + HEADER;
+}
+
+void hlo_mlir_free(void *p) {
+  if (!p) return;
+  void *block = (char *)p - HEADER;
+  size_t size = *(size_t *)block;
+  if (size >= CACHE_MIN) {
+    pthread_mutex_lock(&cache_lock);
+    if (cached_count < CACHE_SLOTS && cached_bytes + size <= CACHE_MAX_BYTES) {
+      cached[cached_count] = block;
+      cached_size[cached_count] = size;
+      ++cached_count;
+      cached_bytes += size;
+      pthread_mutex_unlock(&cache_lock);
+      return;
+    }
+    pthread_mutex_unlock(&cache_lock);
+  }
+  free(block);
+}
