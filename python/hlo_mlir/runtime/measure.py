@@ -77,6 +77,7 @@ def profile(module: Any, inputs: Sequence[Any], runs: int = 1, limit: int = 20) 
 
     compiled = compile_module(module, profile=True)
     flat = compiled.flatten_arguments(list(inputs))
+    compiled(*flat)  # warm-up: first-touch page faults and lazy binding are not the kernels' cost
     compiled.profile()  # reset the counters
     start = time.perf_counter()
     for _ in range(max(runs, 1)):
