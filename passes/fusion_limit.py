@@ -19,7 +19,7 @@ import re
 from mlir import ir
 from mlir.dialects import func
 
-MAX_BODY_OPS = 128
+MAX_BODY_OPS = 256
 MAX_RECOMPUTED_OPS = 2  # a producer body of at most this many ops may be recomputed per reuse
 _PREFIX = "__hlo_fusion_barrier_"
 
