@@ -34,12 +34,15 @@ def fma(acc: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
 
 
 def register_tile(bits: int, m: int, n: int) -> tuple[int, int]:
-    """(rows, columns) of the register tile: up to 8 rows x two 512-bit vectors (one when N fits in
-    one), i.e. at most 16 accumulators of the 32 AVX-512 registers. The rows divide M when 5 to 8 rows
-    can (a 28- or 14-wide image row pads nothing with 7), else M pads to 8."""
+    """(rows, columns) of the register tile: up to 8 rows x two 512-bit vectors (one when N fits in one),
+    i.e. at most 16 accumulators of the 32 AVX-512 registers. The rows divide M when 5 to 8 rows can (a
+    28- or 14-wide image row pads nothing with 7), else M pads to 8. Fewer than 4 rows get more vectors
+    per row (up to 8 accumulators in all): an FMA waits 4 cycles for its accumulator, and two FMA units
+    need 8 independent chains to stay busy."""
     lanes = 512 // bits
     rows = m if m < 8 else next((r for r in (8, 7, 6, 5) if m % r == 0), 8)
-    return rows, 2 * lanes if n > lanes else lanes
+    vectors = max(2, min(8 // rows, -(-n // lanes))) if rows < 4 else 2
+    return rows, vectors * lanes if n > lanes else lanes
 
 
 def ceil_to(x: int, m: int) -> int:
@@ -101,7 +104,8 @@ def _converted(rw: Rewriter, x: ir.Value, work: ir.Type, load: Load) -> ir.Value
 
 
 def _pack_rhs(rw: Rewriter, rhs: ir.Value, nk: bool, nr: int, work: ir.Type, load: Load) -> ir.Value:
-    """[B, K, N] (or [B, N, K] when `nk`) -> zero-padded, converted panels [B, Np/nr, K, nr]."""
+    """[B, K, N] (or [B, N, K] when `nk`) -> zero-padded, converted panels [B, Np/nr, K, nr], copied a
+    panel row (a transposed [k tile, nr] block) per vector step, panels spread over the cores."""
     b, x, y = shape_of(rhs)
     k, n = (y, x) if nk else (x, y)
     np_ = ceil_to(n, nr)
@@ -111,7 +115,12 @@ def _pack_rhs(rw: Rewriter, rhs: ir.Value, nk: bool, nr: int, work: ir.Type, loa
     else:
         view = expand(pad_to(rw, rhs, [b, k, np_]), [b, k, np_ // nr, nr], [[0], [1], [2, 3]])
         m = amap(4, [d(0), d(2), d(1), d(3)])
-    return rw.generic([view], [m], [b, np_ // nr, k, nr], [work], lambda x, _o: [load(x)])[0]
+    packed = rw.generic([view], [m], [b, np_ // nr, k, nr], [work], lambda v, _o: [load(v)])[0]
+    if not nk:
+        mark(packed.owner, [Tiling((1, 1, 0, 0), forall=True), Tiling((0, 0, 1, 0))])
+    elif k % 16 == 0 and ir.FloatType(work).width == 32:  # 16x16 blocks: AVX-512 shuffle transposes
+        mark(packed.owner, [Tiling((1, 1, 0, 0), forall=True), Tiling((0, 0, 16, 16))])
+    return packed
 
 
 def batch_matmul(rw: Rewriter, lhs: ir.Value, km: bool, rhs: ir.Value, nk: bool, work: ir.Type,
