@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -70,12 +71,29 @@ def host_symbols(ir_text: str) -> list[str]:
     return [m.group(1)[len("_mlir_ciface_"):] for m in _HOST_DECL.finditer(ir_text)]
 
 
+_RUNNING: set[subprocess.Popen] = set()  # build processes, killed when the build is interrupted
+_RUNNING_LOCK = threading.Lock()
+
+
 def _run(cmd: Sequence[str]) -> None:
-    proc = subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with _RUNNING_LOCK:
+        proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _RUNNING.add(proc)
+    try:
+        _, stderr = proc.communicate()
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(proc)
     if proc.returncode:
         tool = os.path.basename(cmd[0])
-        detail = proc.stderr.strip().splitlines()
+        detail = stderr.strip().splitlines()
         raise HloError(f"jit: {tool} failed: {detail[0] if detail else f'exit status {proc.returncode}'}")
+
+
+def _kill_running() -> None:
+    with _RUNNING_LOCK:
+        for proc in _RUNNING:
+            proc.kill()
 
 
 def _compile_part(source: str, obj: str, opt_level: int) -> None:
@@ -111,8 +129,14 @@ def build(ir_text: str, out: Path, link_libs: Sequence[str] = (), jobs: int | No
         objects = [os.path.join(tmp, f"obj{i}.o") for i in range(len(sources))]
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = [pool.submit(_compile_part, s, o, opt_level) for s, o in zip(sources, objects)]
-            for f in futures:
-                f.result()
+            try:
+                for f in futures:
+                    f.result()
+            except BaseException:  # Ctrl-C (or a failed part): stop the other processes now, not at their end
+                for f in futures:
+                    f.cancel()
+                _kill_running()
+                raise
         partial = os.path.join(tmp, "module.so")
         support = _support_object(cc, out.parent)
         rpaths = sorted({os.path.dirname(lib) for lib in link_libs})
