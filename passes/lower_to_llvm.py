@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mlir import ir
-from mlir.dialects import func
 from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import HloError
@@ -28,11 +27,10 @@ BUFFERS = (
 AFFINE = "convert-linalg-to-affine-loops,func.func(affine-loop-invariant-code-motion)"
 LOOPS = "convert-vector-to-scf{full-unroll},lower-affine,canonicalize,cse"
 # Loops -> LLVM dialect (libm for the math functions LLVM has no intrinsic for; complex ops expand to
-# real arithmetic first, complex values become {re, im} structs). log1p goes to libm (LLVM's
-# approximation is log(1 + x), 0 for tiny x), and so does scalar expm1 (`_expm1_to_libm`: the LLVM
-# lowering is exp(x) - 1 with no option to avoid it). expand-strided-metadata emits
-# affine.apply for the subviews of tiled code, hence the second lower-affine; vector and ub (poison)
-# ops come from the vectorized schedules.
+# real arithmetic first, complex values become {re, im} structs; real transcendental functions were expanded
+# before, `linalg_fast_math`). log1p goes to libm (LLVM's approximation is log(1 + x), 0 for tiny x).
+# expand-strided-metadata emits affine.apply for the subviews of tiled code, hence the second lower-affine;
+# vector and ub (poison) ops come from the vectorized schedules.
 LLVM = (
     "scf-forall-to-parallel,convert-scf-to-openmp,"
     "convert-bufferization-to-memref,convert-complex-to-standard,"
@@ -100,34 +98,8 @@ def kernel_locations(module: ir.Module) -> dict[str, list[str]]:
     return out
 
 
-def _expm1_to_libm(module: ir.Module) -> None:
-    """Replace scalar f32/f64 `math.expm1` by calls to libm's expm1f/expm1 (in place)."""
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "math.expm1" and isinstance(op.results[0].type, (ir.F32Type, ir.F64Type)):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    with module.context:
-        module.operation.walk(visit)
-        declared: set[str] = set()
-        for op in found:
-            t = op.results[0].type
-            name = "expm1f" if isinstance(t, ir.F32Type) else "expm1"
-            if name not in declared:
-                with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown():
-                    func.FuncOp(name, ([t], [t]), visibility="private")
-                declared.add(name)
-            with ir.InsertionPoint(op), op.location:
-                call = func.CallOp([t], ir.FlatSymbolRefAttr.get(name), [op.operands[0]])
-            op.results[0].replace_all_uses_with(call.result)
-            op.erase()
-
-
 def to_llvm(module: ir.Module) -> ir.Module:
     """Loops on memrefs -> LLVM dialect (in place)."""
-    _expm1_to_libm(module)
     _run(module, LLVM, "llvm")
     return module
 

@@ -1,0 +1,1 @@
+"""Vectorizable expansions of the math dialect's transcendental functions (see `linalg_fast_math`)."""
