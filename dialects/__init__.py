@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 
 from mlir import ir
@@ -31,11 +31,16 @@ class OpcodeInfo:
     required_attributes: tuple[str, ...]
     heterogeneous: bool  # lives in hlo_v: operand types may differ
 
+    @cached_property
+    def _arity(self) -> tuple[int, bool]:
+        """(fixed operand count, whether more may follow): arity_ok runs once per instruction."""
+        return sum(1 for v in self.variadic if not v), self.heterogeneous or any(self.variadic)
+
     def arity_ok(self, n: int) -> bool:
         if self.heterogeneous:
             return True
-        fixed = sum(1 for v in self.variadic if not v)
-        return n == fixed if not any(self.variadic) else n >= fixed
+        fixed, more = self._arity
+        return n >= fixed if more else n == fixed
 
     def arity_text(self) -> str:
         fixed = sum(1 for v in self.variadic if not v)

@@ -52,15 +52,26 @@ def _hlo_type(mlir_type: ir.Type) -> HloType:
     return t
 
 
+# The same for a type with its `hlo.shape` text (most values of an XLA dump have a layout).
+_TYPED: dict[tuple[ir.Type, str], HloType] = {}
+
+
 def _typed(mlir_type: ir.Type, shape_attr: ir.Attribute | None) -> HloType:
-    t = _hlo_type(mlir_type)
     if shape_attr is None:
-        return t
+        return _hlo_type(mlir_type)
+    key = (mlir_type, ir.StringAttr(shape_attr).value)
+    hit = _TYPED.get(key)
+    if hit is not None:
+        return hit
+    t = _hlo_type(mlir_type)
     try:
-        bounded = _shape_text_type(ir.StringAttr(shape_attr).value)
+        bounded = _shape_text_type(key[1])
     except (ShapeTextError, ValueError):
-        return t
-    return bounded if compatible(bounded, t) else t
+        bounded = t
+    if len(_TYPED) > 4096:
+        _TYPED.clear()
+    t = _TYPED[key] = bounded if compatible(bounded, t) else t
+    return t
 
 
 def value_type(v: ir.Value) -> HloType:
@@ -72,8 +83,8 @@ def value_type(v: ir.Value) -> HloType:
         attrs = ir.ArrayAttr(func.attributes["arg_attrs"]) if "arg_attrs" in func.attributes else None
         d = ir.DictAttr(attrs[arg.arg_number]) if attrs is not None else None
         return _typed(v.type, d["hlo.shape"] if d is not None and "hlo.shape" in d else None)
-    op = owner.operation if hasattr(owner, "operation") else owner
-    return _typed(v.type, op.attributes["hlo.shape"] if "hlo.shape" in op.attributes else None)
+    attrs = (owner.operation if hasattr(owner, "operation") else owner).attributes
+    return _typed(v.type, attrs["hlo.shape"] if "hlo.shape" in attrs else None)
 
 
 def _funcs(mod: ir.Module) -> list[ir.Operation]:
@@ -155,6 +166,7 @@ def verify_module(module: Any) -> None:
                         _verify_one(op.operation, computations, (filename, source))
         finally:
             _TYPES.clear()
+            _TYPED.clear()
 
 
 def _callees(op: ir.Operation) -> list[tuple[str, str]]:

@@ -41,10 +41,6 @@ def attr_items(attrs: ir.OpAttributeMap | ir.DictAttr) -> dict[str, ir.Attribute
     return {name: attrs[name] for name in attrs}
 
 
-def _hlo_attrs(attrs: ir.OpAttributeMap | ir.DictAttr) -> dict[str, ir.Attribute]:
-    return {n: a for n, a in attr_items(attrs).items() if not n.startswith("hlo.") and n != "value"}
-
-
 class _Names:
     """Instruction names: the imported ones, plus fresh `<opcode>.<n>` names for new ops."""
 
@@ -185,10 +181,10 @@ def _computation(fn: ir.Operation, names: _Names, types: _TypeTexts) -> tuple[li
         info = BY_OP_NAME.get(op.operation.name)
         if info is None:
             raise HloError(f"cannot export {op.operation.name} as HLO: not an op of the hlo dialect")
-        oattrs = op.attributes
+        oattrs = attr_items(op.attributes)  # one binding call per attribute, then dict lookups
         iname = ir.StringAttr(oattrs[NAME]).value if NAME in oattrs else names.fresh(info.opcode)
         result = op.results[0]
-        shape = types.text(result.type, oattrs[SHAPE] if SHAPE in oattrs else None)
+        shape = types.text(result.type, oattrs.get(SHAPE))
         value_names[result] = iname
         value_shapes[result] = shape
         if info.opcode == "constant":
@@ -199,7 +195,7 @@ def _computation(fn: ir.Operation, names: _Names, types: _TypeTexts) -> tuple[li
         else:
             args = ", ".join(f"{value_shapes[v]} %{value_names[v]}" for v in op.operands)
         prefix = "ROOT " if root == result else ""
-        hattrs = _hlo_attrs(oattrs)
+        hattrs = {n: a for n, a in oattrs.items() if not n.startswith("hlo.") and n != "value"}
         for n, a in hattrs.items():
             kind = kind_of(n)
             if kind is COMP:

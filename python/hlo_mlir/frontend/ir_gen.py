@@ -22,7 +22,7 @@ from mlir.dialects import func
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.dialects import OPCODES, OpcodeInfo, from_mlir_type, to_mlir_type
-from hlo_mlir.dialects.attributes import COMP, COMPS, RESULT_ACCURACY_OPCODES, AttrError, kind_of
+from hlo_mlir.dialects.attributes import COMP, COMPS, RAW, RESULT_ACCURACY_OPCODES, AttrError, kind_of
 from hlo_mlir.dialects.shape_rules import DECLARED_ONLY, ShapeError, Signature, infer_result_type
 from hlo_mlir.frontend import opviews  # noqa: F401  (op wrapping without failed imports)
 from hlo_mlir.frontend import syntax as s
@@ -55,6 +55,12 @@ class _Gen:
         self.computations: dict[str, s.Computation] = {}
         self.signatures: dict[str, Signature] = {}  # of the computations built so far
         self.async_callees: dict[str, str] = {}  # computation -> the async-start calling it
+        # Attributes are immutable and uniqued: one encoding per distinct (name, text), and one
+        # per distinct scalar or flat constant literal and type.
+        self.encoded: dict[tuple[str, str], ir.Attribute] = {}
+        self.constants: dict[tuple[str, str], ir.Attribute] = {}  # by shape and literal text
+        self.text_types: dict[str, ir.Type] = {}  # by array shape text: hashing an HloType is slow
+        self.value_types: dict[str, ir.Type] = {}  # of the current computation's values
 
     # -- diagnostics -------------------------------------------------------------------------
     def error(self, message: str, pos: s.Pos | None) -> HloError:
@@ -82,6 +88,15 @@ class _Gen:
         parts = [self.shape(e, depth + 1) for e in node.elements]
         return TupleType(tuple(t for t, _ in parts)), "(" + ", ".join(x for _, x in parts) + ")"
 
+    def node_type(self, node: s.Shape) -> ir.Type:
+        """The MLIR type of a shape node."""
+        if node.kind != "array":
+            return self.mlir_type(self.shape(node)[0])
+        mt = self.text_types.get(node.text)
+        if mt is None:
+            mt = self.text_types[node.text] = self.mlir_type(self.shape(node)[0])
+        return mt
+
     def mlir_type(self, t: HloType) -> ir.Type:
         mt = self.mlir_types.get(t)
         if mt is None:
@@ -95,8 +110,16 @@ class _Gen:
             if a.name in out:
                 raise self.error(f"duplicate attribute '{a.name}'", a.pos)
             kind = kind_of(a.name)
+            if kind is RAW:
+                out[a.name] = ir.StringAttr.get(a.value.text)
+                continue
+            key = (a.name, a.value.text)
+            hit = self.encoded.get(key)
+            if hit is not None:
+                out[a.name] = hit
+                continue
             try:
-                out[a.name] = kind.encode(a.value, a.raw)
+                out[a.name] = self.encoded[key] = kind.encode(a.value, a.raw)
             except AttrError as e:
                 raise self.error(f"attribute '{a.name}': {e}", e.value.pos) from None
             except (ValueError, OverflowError, TypeError) as e:  # e.g. an integer out of int64 range
@@ -196,6 +219,7 @@ class _Gen:
             fn.attributes[MODULE_ATTRS] = ir.DictAttr.get(self.attributes(comp.attributes))
         block = fn.add_entry_block(arg_locs=[self.loc(p.pos) for p in ordered])
         values: dict[str, ir.Value] = {p.name: block.arguments[i] for i, p in enumerate(ordered)}
+        self.value_types = {p.name: t for p, t in zip(ordered, inputs)}
         with ir.InsertionPoint(block):
             for ins in self.topological(comp, values):
                 values[ins.name] = self.instruction(ins, values)
@@ -213,7 +237,7 @@ class _Gen:
                 if a.value.kind != "brace":
                     raise self.error("control-predecessors: expected a list of instructions like {%a, %b}", a.value.pos)
                 for item in a.value.items():
-                    name = item.text[1:] if item.text.startswith("%") else item.text
+                    name = item.text.removeprefix("%")
                     if item.kind != "atom" or name not in names:
                         close = difflib.get_close_matches(name, list(names), n=1)
                         hint = f"; did you mean '{close[0]}'?" if close else ""
@@ -264,8 +288,28 @@ class _Gen:
             raise self.error(f"bad parameter number '{text}': expected 0, 1, 2, ...", ins.operands[0].pos)
         return int(text)
 
+    @staticmethod
+    def in_written_order(comp: s.Computation, defined: dict[str, ir.Value]) -> list[s.Instruction] | None:
+        """The instructions as written when every operand is defined before its use (as XLA prints
+        them), else None."""
+        done = set(defined)
+        order = []
+        for ins in comp.instructions:
+            if ins.opcode == "parameter":
+                continue
+            if ins.opcode != "constant":
+                for o in ins.operands:
+                    if o.name is not None and o.name not in done:
+                        return None
+            done.add(ins.name)
+            order.append(ins)
+        return order
+
     def topological(self, comp: s.Computation, defined: dict[str, ir.Value]) -> list[s.Instruction]:
         """Instructions in an order where operands come first (XLA accepts uses before defs)."""
+        written = self.in_written_order(comp, defined)
+        if written is not None:
+            return written
         by_name = {i.name: i for i in comp.instructions if i.opcode != "parameter"}
         done = set(defined)
         order: list[s.Instruction] = []
@@ -341,13 +385,9 @@ class _Gen:
             attrs[SHAPE] = ir.StringAttr.get(shape_text)
         if ins.opcode == "constant":
             self.constant(ins, result_type, attrs)
-        op = ir.Operation.create(
-            info.op_name,
-            results=[self.mlir_type(result_type)],
-            operands=operands,
-            attributes=attrs,
-            loc=self.loc(ins.pos),
-        )
+        mt = self.node_type(ins.shape) if ins.shape is not None else self.mlir_type(result_type)
+        self.value_types[ins.name] = mt
+        op = ir.Operation.create(info.op_name, results=[mt], operands=operands, attributes=attrs, loc=self.loc(ins.pos))
         return op.result
 
     def operands(self, ins: s.Instruction, info: OpcodeInfo, values: dict[str, ir.Value]) -> list[ir.Value]:
@@ -357,8 +397,9 @@ class _Gen:
                 raise self.error(f"{ins.opcode} operands must be instruction names", o.pos)
             v = values[o.name]
             if o.shape is not None:
-                written, _ = self.shape(o.shape)
-                if self.mlir_type(written) != v.type:
+                mt, actual = self.node_type(o.shape), self.value_types[o.name]
+                if mt is not actual and mt != actual:
+                    written, _ = self.shape(o.shape)
                     raise self.error(
                         f"operand '{o.name}' is written with shape {written} but its shape is "
                         f"{_describe_type(v.type)}",
@@ -443,10 +484,18 @@ class _Gen:
         if lit.kind == "elided":
             attrs[ELIDED] = ir.UnitAttr.get()
             return
+        text = lit.text if lit.kind == "number" else lit.flat
+        key = (ins.shape.text, text) if text is not None and ins.shape is not None and ins.shape.kind == "array" else None
+        hit = self.constants.get(key) if key is not None else None
+        if hit is not None:
+            attrs["value"] = hit
+            return
         try:
             attrs["value"] = self.literal_attr(lit, t)
         except LiteralError as e:
             raise self.error(str(e), e.lit.pos) from None
+        if key is not None:
+            self.constants[key] = attrs["value"]
 
     def literal_attr(self, lit: s.Literal, t: HloType) -> ir.Attribute:
         if isinstance(t, TupleType):

@@ -107,6 +107,9 @@ def _in_range(row: list, et: ElementType) -> bool:  # type: ignore[type-arg]
     return not row or (lo <= min(row) and max(row) <= hi)
 
 
+# An integer token `-0` among the items of a flat literal.
+_NEGATIVE_INT_ZERO = re.compile(r"(?:^|,)\s*-0+\s*(?=,|$)")
+
 _F64 = ElementType("f64", "f64", np.dtype(np.float64), 64)
 _F32 = ElementType("f32", "f32", np.dtype(np.float32), 32)
 
@@ -129,15 +132,18 @@ def literal_to_array(lit: Literal, t: ArrayType) -> np.ndarray:
         if node.flat is not None and depth == t.rank - 1 and fast is not None:
             # Fast path for an innermost row the lexer took as one token: convert the item
             # texts directly; anything unusual falls through to the checked per-item path.
-            items = node.flat_items()
+            inner = node.flat[1:-1]
+            items = inner.split(",") if inner.strip() else []  # int() and float() skip the blanks
             if len(items) == t.dims[depth]:
                 try:
                     row = [fast(x) for x in items]
-                    if fast is float:  # `-0` is +0.0 (see _float): only zeros need a second look
-                        row = [_float(x) if v == 0 else v for x, v in zip(items, row)]
+                    if fast is float and _NEGATIVE_INT_ZERO.search(inner):  # `-0` is +0.0 (see _float)
+                        row = [_float(x.strip()) if v == 0 else v for x, v in zip(items, row)]
                 except ValueError:
                     row = None
-                if row is not None and (fast is int and _in_range(row, et) or fast is float and not any(map(math.isinf, row))):
+                if row is not None and (
+                    fast is int and _in_range(row, et) or fast is float and math.inf not in row and -math.inf not in row
+                ):
                     flat.extend(row)
                     return
         if node.kind != "brace":
@@ -302,6 +308,11 @@ def _nan_text(x: np.generic) -> str:
     return text if payload == 1 << (nmant - 1) else f"{text}(0x{payload:x})"
 
 
+def _has_nan_or_negative_zero(arr: np.ndarray) -> bool:
+    with np.errstate(invalid="ignore"):
+        return bool(np.isnan(arr).any() or (np.signbit(arr) & (arr == 0)).any())
+
+
 def format_literal(arr: np.ndarray, t: ArrayType) -> str:
     """XLA's literal text: nested braces, row-major."""
     et = t.element
@@ -310,6 +321,8 @@ def format_literal(arr: np.ndarray, t: ArrayType) -> str:
         items = ["true" if v else "false" for v in arr.ravel().tolist()]
     elif et.is_integer:
         items = [str(int(v)) for v in arr.ravel().tolist()]
+    elif not et.is_complex and arr.dtype.itemsize >= 4 and not _has_nan_or_negative_zero(arr):
+        items = [str(v).removesuffix(".0") for v in arr.ravel()]  # _fmt_float without its special cases
     else:
         items = [format_scalar(v, et) for v in arr.ravel()]
     if arr.ndim == 0:

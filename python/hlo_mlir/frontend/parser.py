@@ -3,8 +3,9 @@
 The syntax nodes are built by an inline transformer while the LALR parser reduces (no Lark
 parse tree, no second pass); positions come from the tokens, which is why the grammar keeps
 the punctuation of bracketed rules (`!rule`).  Tokens come from `_Lexer`, a faster equivalent of
-Lark's contextual lexer built from the grammar's terminals.  Together with the grammar's
-FLAT_BRACE token this parses a 10,000-instruction module in about a second (bench/parse_bench.py).
+Lark's contextual lexer built from the grammar's terminals.  Modules in the common forms never
+reach Lark: `fast_parser` builds the same tree line by line and hands anything else (and every
+error) over to Lark, which stays the grammar of record and the error reporter.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from lark.lexer import Lexer, PatternRE, PatternStr
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.frontend import syntax as s
+from hlo_mlir.frontend.fast_parser import Fallback, parse_fast
 
 GRAMMAR = Path(__file__).with_name("hlo.lark")
 
@@ -428,13 +430,18 @@ _LOCK = threading.Lock()
 def no_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector: building a tree of acyclic nodes, its generation-0
     collections re-scan the growing heap again and again (a third of the time of a 30k-instruction
-    module)."""
+    module).  On the way out the new objects join the oldest generation (freeze, then unfreeze,
+    when nothing else is frozen) instead of being scanned by the next young collection, which
+    would cost a tenth of the import of a syntax tree just built."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 # How the terminals of hlo.lark read in "expected ..." lists.
@@ -534,6 +541,11 @@ def parse(text: str, filename: str = "<stdin>") -> s.Module:
         raise HloError("file is not HLO text (binary data)", SourceLocation(filename, 1, 1), None)
     if not text.strip():
         raise HloError("empty file: expected 'HloModule' or a computation", SourceLocation(filename, 1, 1), text)
+    with no_gc():
+        try:
+            return parse_fast(text)
+        except Fallback:
+            pass  # Lark parses it, and reports what is wrong
     lark = _lark()
     with _LOCK, no_gc():
         builder: _Build = lark.options.transformer  # type: ignore[assignment]

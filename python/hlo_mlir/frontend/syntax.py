@@ -125,7 +125,7 @@ class Literal:
 
     A brace literal of scalars the lexer took as one token keeps its source text in `flat`
     (already checked against FLAT_LITERAL by the parser) and splits into scalar items on first
-    access of `children`; `flat_items` gives just their texts (the fast path for constants).
+    access of `children` (constants of numbers read `flat` directly).
     """
 
     __slots__ = ("_children", "flat", "kind", "pos", "shape", "text")
@@ -145,12 +145,6 @@ class Literal:
         if self._children is None:
             self._children = self._split_flat()
         return self._children
-
-    def flat_items(self) -> list[str]:
-        """Item texts of a flat brace literal."""
-        assert self.flat is not None
-        inner = self.flat[1:-1]
-        return [t.strip() for t in inner.split(",")] if inner.strip() else []
 
     def _split_flat(self) -> list[Literal]:
         text, out = self.flat or "", []
