@@ -2,9 +2,8 @@
 
 Shapes users run: square matmuls, a transformer's `x @ W` with a 3-D x, attention's batched products,
 ragged sizes, narrow floats, and the convolutions of ResNet/MobileNet blocks (3x3, depthwise, strided).
-Both sides run on the same inputs; each time is the minimum over `--runs` calls (the machine is
-shared: compare the ratio, not the absolute figures). Our compiled code runs on one thread until the
-OpenMP lowering lands; XLA uses every core.
+Both sides run on the same inputs, alternately, on every core; each time is the minimum over `--runs`
+rounds (the machine is shared: compare the ratio, not the absolute figures).
 Usage: python bench/jit_matmul_bench.py [--runs N] [--only SUBSTRING]
 """
 
@@ -80,17 +79,21 @@ WORKLOADS: dict[str, tuple[str, int]] = {
 }
 
 
-def _min_seconds(fn: Callable[[], object], runs: int) -> float:
-    fn()  # warm up (first-touch allocations)
-    best = math.inf
+def _best_seconds(fns: list[Callable[[], object]], runs: int) -> list[float]:
+    """Minimum time of each function over `runs` rounds, calling them in turn within each round (both
+    sides see the same machine load)."""
+    for fn in fns:
+        fn()  # warm up (first-touch allocations)
+    best = [math.inf] * len(fns)
     for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - start)
     return best
 
 
-def _xla_seconds(text: str, args: list[np.ndarray], runs: int) -> float:
+def _xla_call(text: str, args: list[np.ndarray]) -> Callable[[], object]:
     import jax
 
     from hlo_mlir import oracle
@@ -98,7 +101,7 @@ def _xla_seconds(text: str, args: list[np.ndarray], runs: int) -> float:
     jax.config.update("jax_enable_x64", True)  # f64 inputs stay f64
     exe, _params, _results = oracle._compile(text)
     buffers = [jax.device_put(a, jax.devices("cpu")[0]) for a in args]
-    return _min_seconds(lambda: [o.block_until_ready() for o in exe.execute(buffers)], runs)
+    return lambda: [o.block_until_ready() for o in exe.execute(buffers)]
 
 
 def main() -> None:
@@ -118,8 +121,7 @@ def main() -> None:
         start = time.perf_counter()
         compiled = compile_module(module)
         compile_ms = (time.perf_counter() - start) * 1e3
-        ours = _min_seconds(lambda: compiled(*inputs), args.runs)
-        xla = _xla_seconds(text, inputs, args.runs)
+        ours, xla = _best_seconds([lambda: compiled(*inputs), _xla_call(text, inputs)], args.runs)
         print(f"{name:<28} {compile_ms:10.0f} {ours * 1e3:9.3f} {xla * 1e3:9.3f} {2 * madds / ours / 1e9:10.1f} "
               f"{2 * madds / xla / 1e9:9.1f} {ours / xla:8.2f}", flush=True)
 

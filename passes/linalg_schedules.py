@@ -84,13 +84,20 @@ def _tile(handle: str, level: Tiling, name: str) -> tuple[str, list[str], str]:
     return name, [f"{name}_l#{i}" for i in range(loops)], text
 
 
-def _op_script(i: int, levels: list[Tiling]) -> str:
+def _op_script(i: int, levels: list[Tiling], fill: int | None) -> str:
+    """Transform text for one marked op; `fill`: the index of its init operand a linalg.fill makes, which
+    is fused into an outermost forall (each iteration zeroes its own block, in cache, on its own core)."""
     h = f"%op{i}"
     text = f"    {h} = transform.structured.match attributes {{hlo_jit.sched{i}}} in %root : ({_ANY}) -> {_ANY}\n"
+    if fill is not None:
+        text += f"    %fill{i} = transform.get_producer_of_operand {h}[{fill}] : ({_ANY}) -> {_ANY}\n"
     loops: list[str] = []
     for j, level in enumerate(levels):
         h, loops, t = _tile(h, level, f"%t{i}_{j}")
         text += t
+        if j == 0 and level.forall and fill is not None:
+            text += (f"    transform.structured.fuse_into_containing_op %fill{i} into {loops[0]} "
+                     f": ({_ANY}, {_ANY}) -> ({_ANY}, {_ANY})\n")
     for loop in loops:
         text += f'    transform.annotate {loop} "hlo_jit.hoist" : {_ANY}\n'
     inner = loops[-1]
@@ -99,6 +106,24 @@ def _op_script(i: int, levels: list[Tiling]) -> str:
              f'    %v{i} = transform.structured.match ops{{["linalg.generic"]}} in {inner} : ({_ANY}) -> {_ANY}\n'
              f"    transform.structured.vectorize %v{i} : {_ANY}\n")
     return text
+
+
+def _fusable_fill(op: ir.Operation, outer: Tiling) -> int | None:
+    """The operand index of `op`'s init when a linalg.fill makes it and `outer` is a forall whose tiles
+    divide the loops evenly (a partial tile's fill has dynamic sizes the affine lowering rejects)."""
+    init = op.operands[len(op.operands) - 1]
+    producer = getattr(init.owner, "operation", init.owner)
+    if not outer.forall or not isinstance(producer, ir.Operation) or producer.name != "linalg.fill":
+        return None
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    ranges: dict[int, int] = {}
+    for v, m in zip(op.operands, maps):
+        for size, e in zip(ir.RankedTensorType(v.type).shape, m.results):
+            if isinstance(e, ir.AffineDimExpr):
+                ranges[e.position] = size
+    if any(t and ranges.get(d, 1) % t for d, t in enumerate(outer.sizes)):
+        return None
+    return len(op.operands) - 1
 
 
 def apply(module: ir.Module) -> None:
@@ -116,7 +141,8 @@ def apply(module: ir.Module) -> None:
             return
         body = ""
         for i, op in enumerate(marked):
-            body += _op_script(i, _levels(op.attributes[ATTR]))
+            levels = _levels(op.attributes[ATTR])
+            body += _op_script(i, levels, _fusable_fill(op, levels[0]))
             del op.attributes[ATTR]
             op.attributes[f"hlo_jit.sched{i}"] = ir.UnitAttr.get()
         script = ("module attributes {transform.with_named_sequence} {\n"

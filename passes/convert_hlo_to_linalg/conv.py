@@ -26,8 +26,8 @@ from hlo_mlir.passes.convert_hlo_to_linalg.core import (NARROW_FLOATS, SUPPORTED
                                                         rule)
 from hlo_mlir.passes.convert_hlo_to_linalg.dot import MIN_KERNEL_WORK
 from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import complex_add, complex_mul, convert_scalar
-from hlo_mlir.passes.convert_hlo_to_linalg.matmul_kernel import (COLUMNS, DEPTH, ceil_to, crop, expand, fma, pad_to,
-                                                                 register_tile)
+from hlo_mlir.passes.convert_hlo_to_linalg.matmul_kernel import (COLUMNS, DEPTH, PARALLEL_MIN_MADDS, ceil_to, crop, expand,
+                                                                 fma, pad_to, register_tile)
 from hlo_mlir.passes.linalg_schedules import Tiling, mark
 from hlo_mlir.types import BY_HLO, ElementType
 
@@ -195,12 +195,14 @@ class _Conv:
         types, batch groups, no spatial dimension, tiny or empty ones)."""
         if not all(e.hlo in SUPPORTED_FLOATS for e in (self.le, self.ke, self.oe)) or self.bgc > 1 or not self.nsp:
             return None
-        madds = self.n * math.prod(self.out_sp) * self.o * math.prod(self.k) * self.cg
-        if madds < MIN_KERNEL_WORK or 0 in self.out_sp:
+        if self._madds() < MIN_KERNEL_WORK or 0 in self.out_sp:
             return None
         if self.cg == 1 and self.fgc == self.c == self.o and self.fgc > 1:
             return self._depthwise()
         return self._gemm()
+
+    def _madds(self) -> int:
+        return self.n * math.prod(self.out_sp) * self.o * math.prod(self.k) * self.cg
 
     def _rows(self, ow: int, mr: int) -> tuple[int, int]:
         """(padded output width, extra input width) for row tiles of `mr` output positions: the windows of
@@ -250,7 +252,7 @@ class _Conv:
             if nm in dims:
                 sizes[dims[nm]] = 1
         sizes[dims[name]] = rows
-        return Tiling(tuple(sizes), forall=True)
+        return Tiling(tuple(sizes), forall=self._madds() >= PARALLEL_MIN_MADDS)
 
     def _gemm(self) -> ir.Value:
         """Implicit GEMM: per group, output positions x output features += input window x kernel, with

@@ -7,8 +7,9 @@ memory (a row-major rhs row is `N` floats apart: 4 KB strides alias in L1 for N 
 also zero-pads a ragged N and converts narrow floats once. The lhs is read in place (`[B, M, K]` or
 `[B, K, M]`), only converted up front when its type is not the work type and zero-padded when M is
 ragged. Loops: an `scf.forall` over batch x row blocks (the unit the OpenMP lowering spreads over the
-cores), then column and k blocks for the caches, then the register tile (`linalg_schedules`). Sums run in k order from zero, like the naive loop nest,
-with the multiply-add fused (the FMA's single rounding, as XLA's CPU backend).
+cores; a plain loop for small products), then column and k blocks for the caches, then the register
+tile (`linalg_schedules`). Sums run in k order from zero, like the naive loop nest, with the multiply-add
+fused (the FMA's single rounding, as XLA's CPU backend).
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ Load = Callable[[ir.Value], ir.Value]
 CONTRACT = "#arith.fastmath<contract>"
 ROWS, COLUMNS, DEPTH = 64, 256, 256  # cache block: lhs rows per forall iteration, rhs columns, k
 PACK_MIN_ROWS = 64  # fewer lhs rows read each rhs element too few times to repay packing it
+# Below these sizes the outer loop stays sequential: an OpenMP fork/join costs microseconds, and waits
+# for a descheduled thread when the machine is busy.
+PARALLEL_MIN_MADDS = 1 << 22
+PARALLEL_MIN_ELEMENTS = 1 << 16
 
 
 def fma(acc: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
@@ -116,10 +121,11 @@ def _pack_rhs(rw: Rewriter, rhs: ir.Value, nk: bool, nr: int, work: ir.Type, loa
         view = expand(pad_to(rw, rhs, [b, k, np_]), [b, k, np_ // nr, nr], [[0], [1], [2, 3]])
         m = amap(4, [d(0), d(2), d(1), d(3)])
     packed = rw.generic([view], [m], [b, np_ // nr, k, nr], [work], lambda v, _o: [load(v)])[0]
+    panels = Tiling((1, 1, 0, 0), forall=b * np_ * k >= PARALLEL_MIN_ELEMENTS)
     if not nk:
-        mark(packed.owner, [Tiling((1, 1, 0, 0), forall=True), Tiling((0, 0, 1, 0))])
+        mark(packed.owner, [panels, Tiling((0, 0, 1, 0))])
     elif k % 16 == 0 and ir.FloatType(work).width == 32:  # 16x16 blocks: AVX-512 shuffle transposes
-        mark(packed.owner, [Tiling((1, 1, 0, 0), forall=True), Tiling((0, 0, 16, 16))])
+        mark(packed.owner, [panels, Tiling((0, 0, 16, 16))])
     return packed
 
 
@@ -157,7 +163,7 @@ def batch_matmul(rw: Rewriter, lhs: ir.Value, km: bool, rhs: ir.Value, nk: bool,
     rows = max(1, ROWS // mr)
     while rows > 1 and b * -(-mo // rows) < 4:  # enough forall iterations for the cores
         rows //= 2
-    mark(out.owner, [Tiling((1, rows, 0, 0, 0, 0), forall=True),
+    mark(out.owner, [Tiling((1, rows, 0, 0, 0, 0), forall=b * m * n * k >= PARALLEL_MIN_MADDS),
                      Tiling((0, 0, max(1, COLUMNS // nr), 0, 0, DEPTH)),
                      Tiling((0, 1, 1, 0, 0, 1), interchange=(0, 2, 1, 3, 4, 5))])
     full = tensor.CollapseShapeOp(ir.RankedTensorType.get([b, mp, np_], work), out, [[0], [1, 2], [3, 4]]).result
