@@ -19,7 +19,7 @@ lit: $(STAMP)
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/lit -sv test
 
 test: $(STAMP)
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n auto
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/lit -s test
 
 bench: $(STAMP)
