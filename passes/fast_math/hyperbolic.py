@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hlo_mlir.passes.fast_math.builder import F, fma, poly, scale, via_f64, where
+from hlo_mlir.passes.fast_math.builder import F, fma, poly, scale, sqrt_parts, two_prod, two_sum, via_f64, where
 from hlo_mlir.passes.fast_math.exp_log import exp_parts, log1p, log_plus
 
 INF = float("inf")
@@ -51,11 +51,12 @@ def cosh(x: F) -> F:
     return where(x.isnan(), x, h + 0.25 / h)
 
 
-def _log_of(z: F, small: F, mid: F) -> F:
-    """log1p(small) up to 2, log(mid) up to 2^28, log(2z) beyond (one logarithm: its argument is selected);
-    z = inf gives inf."""
+def _log_of(z: F, small: F, mid: F, small_lo: F | None = None) -> F:
+    """log1p(small (+ small_lo)) up to 2, log(mid) up to 2^28, log(2z) beyond (one logarithm: its argument
+    is selected); z = inf gives inf."""
     u = small + 1.0
-    c = (small - (u - 1.0)) / u
+    c = small - (u - 1.0)
+    c = (c if small_lo is None else c + small_lo) / u
     big = z > 2.0 ** 28
     u = where(z > 2.0, where(big, z, mid), u)
     c = where(z > 2.0, z.c(0.0), c)
@@ -76,10 +77,16 @@ def asinh(x: F) -> F:
 
 @_via_f64
 def acosh(x: F) -> F:
-    """acosh: log1p(t + sqrt(2t + t^2)) with t = x - 1 (exact) up to 2, log(2x - 1 / (x + sqrt(x^2 - 1))) up
-    to 2^28, log(2x) beyond; NaN below 1. Max error 2 ulp (f64)."""
+    """acosh: log1p(t + sqrt(t (t + 2))) with t = x - 1 (exact) up to 2, the argument in double length (the
+    product, the root and the sum carry their rounding errors), log(2x - 1 / (x + sqrt(x^2 - 1))) up to
+    2^28, log(2x) beyond; NaN below 1. Max error 1.5 ulp (f64)."""
     t = x - 1.0
-    y = _log_of(x, t + (t * t + t * 2.0).sqrt(), x * 2.0 - 1.0 / (x + (x * x - 1.0).sqrt()))
+    t2, t2_lo = two_sum(t, x.c(2.0))
+    w, w_lo = two_prod(t, t2)
+    s, s_lo = sqrt_parts(w)
+    v, v_lo = two_sum(t, s)
+    v_lo = v_lo + (s_lo + fma(t, t2_lo, w_lo) / (s + s).max(x.fmt.min_normal))
+    y = _log_of(x, v, x * 2.0 - 1.0 / (x + (x * x - 1.0).sqrt()), v_lo)
     return where(x < 1.0, x.c(float("nan")), where(x.isnan(), x, y))
 
 
