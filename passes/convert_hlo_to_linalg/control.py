@@ -10,8 +10,9 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, bufferization, scf
 
-from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, leaves, pred_load, rule, scalar_of
-from hlo_mlir.types import ArrayType, TupleType
+from hlo_mlir.frontend.ir_gen import ASYNC_WRAPPED
+from hlo_mlir.passes.convert_hlo_to_linalg.core import RULES, Rewriter, leaves, pred_load, rule, scalar_of, tensor_type
+from hlo_mlir.types import ArrayType, HloType, TupleType
 
 
 def _name(v: object) -> str:
@@ -114,14 +115,40 @@ def copy_done(rw: Rewriter) -> list[ir.Value]:
     return _element_leaves(rw, 0, 0)
 
 
+class _Wrapped(Rewriter):
+    """The instruction an async-start written as `<opcode>-start` wraps: the start's operands and
+    attributes, `opcode`, and element 1 of the start's result as its result."""
+
+    def __init__(self, start: Rewriter, opcode: str, result: HloType) -> None:
+        super().__init__(start.conv, start.op, opcode, start._values, start.scalar)
+        self._result = result
+
+    def hlo_result_type(self, i: int = 0) -> HloType:
+        return self._result
+
+    def result_tensor_types(self) -> list[ir.RankedTensorType]:
+        return [tensor_type(a) for a in leaves(self._result)]
+
+
 @rule("async-start")
 def async_start(rw: Rewriter) -> list[ir.Value]:
-    """Runs the wrapped computation synchronously: ((operands), results)."""
+    """Runs the wrapped computation (or instruction) synchronously: ((operands), results, contexts...),
+    the contexts zeros."""
     t = rw.hlo_result_type()
-    if not isinstance(t, TupleType) or len(t.elements) != 2:
-        raise rw.unsupported(f"result type {t} (only ((operands), results) contexts)")
+    if not isinstance(t, TupleType) or len(t.elements) < 2:
+        raise rw.unsupported(f"result type {t} (expected ((operands), results, contexts...))")
     args = [v for i in range(rw.num_operands) for v in rw.operand_leaves(i)]
-    return [*args, *rw.inline(_name(rw.attrs["calls"]), args)]
+    if "calls" in rw.attrs:
+        results = rw.inline(_name(rw.attrs["calls"]), args)
+    else:
+        wrapped = ir.StringAttr(rw.op.attributes[ASYNC_WRAPPED]).value
+        lower = RULES.get(wrapped)
+        if lower is None:
+            raise rw.error(f"no lowering for '{wrapped}' yet")
+        results = list(lower(_Wrapped(rw, wrapped, t.elements[1])))
+    contexts = [rw.filled(list(c.dims), rw.constant(tensor_type(c).element_type, 0))
+                for e in t.elements[2:] for c in leaves(e)]
+    return [*args, *results, *contexts]
 
 
 @rule("async-done")

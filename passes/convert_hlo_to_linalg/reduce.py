@@ -154,7 +154,7 @@ def _round_from_f64(x: ir.Value, et: ElementType) -> ir.Value:
 
 
 def _window(rw: Rewriter, rank: int) -> Window:
-    w: Window = rw.attrs["window"]
+    w: Window = rw.attrs.get("window") or Window.default(())  # XLA leaves out a scalar's window
     if w.rank != rank:
         raise rw.error(f"window rank {w.rank} does not match operand rank {rank}")
     if any(w.reversal):
@@ -267,8 +267,9 @@ def select_and_scatter(rw: Rewriter) -> list[ir.Value]:
     rw.require_floats(et, rw.operand_element(1))
     shape = _shape(operand)
     rank = len(shape)
-    if rank == 0:
-        raise rw.unsupported("a rank-0 operand")
+    if rank == 0:  # no window: the one element is selected and receives the source
+        (v,) = combiner(rw, computation_name(rw, "scatter"), [et])([scalar_of(init)], [scalar_of(source)])
+        return [tensor.FromElementsOp(ir.RankedTensorType.get([], v.type), [v]).result]
     w = _window(rw, rank)
     if any(d != 1 for d in (*w.lhs_dilate, *w.rhs_dilate)):
         raise rw.unsupported("dilation")

@@ -19,10 +19,10 @@ from mlir import ir
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import BY_OP_NAME, from_mlir_type
 from hlo_mlir.dialects.attributes import decode_all
-from hlo_mlir.frontend.ir_gen import NAME, SHAPE
+from hlo_mlir.frontend.ir_gen import ASYNC_WRAPPED, NAME, SHAPE
 from hlo_mlir.interpreter import dynamic_sizes
 from hlo_mlir.interpreter.registry import KERNELS, InterpreterError, Kernel, Value
-from hlo_mlir.types import ArrayType, HloType
+from hlo_mlir.types import ArrayType, HloType, TupleType
 
 # Elementwise-safe opcodes: a computation made only of these can run batched.
 _BATCHABLE = {
@@ -153,12 +153,25 @@ def compile_function(fn: ir.Operation) -> Program:
         )
         layouts[op.results[0]] = info.result_layout
         kernel = KERNELS.get(meta.opcode)
+        if meta.opcode == "async-start" and ASYNC_WRAPPED in op.attributes:  # `add-start(a, b)`
+            kernel = _wrapped_start(info, ir.StringAttr(op.attributes[ASYNC_WRAPPED]).value)
         if kernel is None:
             raise HloError(f"{info.location}: error: the interpreter has no kernel for {meta.opcode} '{info.name}'")
         steps.append(Step(info, kernel, tuple(slots[v] for v in op.operands)))
         slots[op.results[0]] = len(block.arguments) + len(steps) - 1
     params = tuple(from_mlir_type(a.type) for a in block.arguments)
     return Program(name, params, tuple(names), steps, result, {s.info.opcode for s in steps})
+
+
+def _wrapped_start(info: OpInfo, wrapped: str) -> Kernel | None:
+    """The kernel of an async-start written as `<opcode>-start`: its result's element 1 is the wrapped
+    instruction's, which takes the start's operands and attributes."""
+    from hlo_mlir.interpreter.ops_control import wrapped_async_start
+
+    run, t = KERNELS.get(wrapped), info.result_type
+    if run is None or not isinstance(t, TupleType) or len(t.elements) < 2:
+        return None
+    return wrapped_async_start(replace(info, opcode=wrapped, result_type=t.elements[1]), run)
 
 
 class Interpreter:

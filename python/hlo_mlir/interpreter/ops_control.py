@@ -8,7 +8,8 @@ import numpy as np
 from mlir import ir
 
 from hlo_mlir.frontend.literals import attr_to_array
-from hlo_mlir.interpreter.registry import TOKEN, Context, InterpreterError, OpView, Value, kernel
+from hlo_mlir.interpreter.ops_collectives import zeros_of
+from hlo_mlir.interpreter.registry import TOKEN, Context, InterpreterError, Kernel, OpView, Value, kernel
 from hlo_mlir.types import ArrayType, HloType, TupleType
 
 
@@ -86,9 +87,25 @@ def copy_start(op: OpView, args: list, ctx: Context) -> Value:
     return (args[0], args[0], np.zeros((), np.uint32))
 
 
+def _contexts(t: HloType) -> tuple:
+    """Zeros for an async start's context elements (nothing reads them)."""
+    return tuple(zeros_of(e) for e in t.elements[2:]) if isinstance(t, TupleType) else ()
+
+
 @kernel("async-start")
 def async_start(op: OpView, args: list, ctx: Context) -> Value:
-    return (tuple(args), ctx.call(op.attrs["calls"], args))
+    """((operands), results, contexts...): the wrapped computation runs at once."""
+    return (tuple(args), ctx.call(op.attrs["calls"], args), *_contexts(op.result_type))
+
+
+def wrapped_async_start(wrapped: OpView, run: Kernel) -> Kernel:
+    """The kernel of `<opcode>-start(...)`: `run` executes the wrapped instruction (`wrapped`: the start's
+    operands and attributes, the opcode and result it wraps) at once."""
+
+    def start(op: OpView, args: list, ctx: Context) -> Value:
+        return (tuple(args), run(wrapped, args, ctx), *_contexts(op.result_type))
+
+    return start
 
 
 @kernel("async-update")

@@ -230,7 +230,7 @@ def reduce_window(op: OpView, args: list, ctx: Context) -> np.ndarray | tuple:
     """Variadic reduce-window, one vectorized fold step per window position."""
     n = len(args) // 2
     xs, inits = _split(args, n, op)
-    window: Window = op.attrs["window"]
+    window: Window = op.attrs.get("window") or Window.default(())  # XLA leaves out a scalar's window
     comp = op.attrs["to_apply"]
     win = _Windows(window, xs[0].shape)
     acc = [np.full(win.out_shape, i, x.dtype) for x, i in zip(xs, inits)]
@@ -263,9 +263,9 @@ def reduce_window(op: OpView, args: list, ctx: Context) -> np.ndarray | tuple:
 def select_and_scatter(op: OpView, args: list, ctx: Context) -> np.ndarray:
     """Select per window (one vectorized `select` call per window position), then scatter."""
     operand, source, init = (np.asarray(a) for a in args)
+    if operand.ndim == 0:  # no window: the one element is selected and receives the source
+        return np.asarray(ctx.call(op.attrs["scatter"], [init, source]), operand.dtype)
     window: Window = op.attrs["window"]
-    if operand.ndim == 0:
-        raise InterpreterError(op, "select-and-scatter needs an operand of rank >= 1")
     if any(d != 1 for d in window.lhs_dilate + window.rhs_dilate):
         raise InterpreterError(op, "select-and-scatter does not support dilation")
     win = _Windows(window, operand.shape)
