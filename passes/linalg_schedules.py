@@ -24,7 +24,7 @@ from hlo_mlir.diagnostics import HloError
 ATTR = "hlo_jit.schedule"
 
 _ANY = "!transform.any_op"
-_LOWER = f"""
+_VECTORIZED = f"""
     %f = transform.structured.match ops{{["func.func"]}} in %root : ({_ANY}) -> {_ANY}
     transform.apply_patterns to %f {{
       transform.apply_patterns.vector.reduction_to_contract
@@ -34,6 +34,9 @@ _LOWER = f"""
     }} : {_ANY}
     %hoist = transform.structured.match ops{{["scf.for"]}} attributes {{hlo_jit.hoist}} in %root : ({_ANY}) -> {_ANY}
     transform.loop.hoist_loop_invariant_subsets %hoist : {_ANY}
+"""
+_LOWER = f"""
+    %f = transform.structured.match ops{{["func.func"]}} in %root : ({_ANY}) -> {_ANY}
     transform.apply_patterns to %f {{
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
       transform.apply_patterns.vector.lower_outerproduct
@@ -41,6 +44,17 @@ _LOWER = f"""
       transform.apply_patterns.canonicalization
     }} : {_ANY}
 """
+
+
+def _run_script(module: ir.Module, body: str) -> None:
+    script = ("module attributes {transform.with_named_sequence} {\n"
+              f"  transform.named_sequence @__transform_main(%root: {_ANY} {{transform.readonly}}) {{\n"
+              f"{body}    transform.yield\n  }}\n}}\n")
+    tm = ir.Module.parse(script)
+    try:
+        interpreter.apply_named_sequence(module.operation, tm.body.operations[0], tm)
+    except (ir.MLIRError, ValueError) as e:
+        raise HloError(f"jit: tiling/vectorization schedule failed: {e}") from None
 
 
 @dataclass(frozen=True)
@@ -145,15 +159,37 @@ def apply(module: ir.Module) -> None:
             body += _op_script(i, levels, _fusable_fill(op, levels[0]))
             del op.attributes[ATTR]
             op.attributes[f"hlo_jit.sched{i}"] = ir.UnitAttr.get()
-        script = ("module attributes {transform.with_named_sequence} {\n"
-                  f"  transform.named_sequence @__transform_main(%root: {_ANY} {{transform.readonly}}) {{\n"
-                  f"{body}{_LOWER}    transform.yield\n  }}\n}}\n")
-        tm = ir.Module.parse(script)
-        try:
-            interpreter.apply_named_sequence(module.operation, tm.body.operations[0], tm)
-        except (ir.MLIRError, ValueError) as e:
-            raise HloError(f"jit: tiling/vectorization schedule failed: {e}") from None
+        _run_script(module, body + _VECTORIZED)
+        _broadcast_rows(module)
         _fuse_multiply_adds(module)
+        _run_script(module, _LOWER)
+
+
+def _owner(v: ir.Value) -> ir.Operation | None:
+    op = getattr(v.owner, "operation", v.owner)
+    return op if isinstance(op, ir.Operation) else None
+
+
+def _broadcast_rows(module: ir.Module) -> None:
+    """`transpose(broadcast(x: vector<M>) : vector<NxM>, [1, 0])`, a register tile's lhs column, ->
+    `broadcast(x as vector<Mx1>) : vector<MxN>`: one scalar splat per row instead of a shuffle network."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        src = _owner(op.operands[0]) if op.name == "vector.transpose" else None
+        if (src is not None and src.name == "vector.broadcast" and list(op.attributes["permutation"]) == [1, 0]
+                and isinstance(src.operands[0].type, ir.VectorType) and ir.VectorType(src.operands[0].type).rank == 1):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for op in found:
+        x = _owner(op.operands[0]).operands[0]
+        t = ir.VectorType(x.type)
+        with ir.InsertionPoint(op), op.location:
+            column = vector.shape_cast(ir.VectorType.get([t.shape[0], 1], t.element_type), x)
+            op.results[0].replace_all_uses_with(vector.broadcast(op.results[0].type, column))
+        op.erase()
 
 
 def _contracts(op: ir.Operation, name: str) -> bool:
@@ -168,10 +204,8 @@ def _fuse_multiply_adds(module: ir.Module) -> None:
     def visit(op: ir.Operation) -> ir.WalkResult:
         if _contracts(op, "arith.addf"):
             for i, v in enumerate(op.operands):
-                mul = v.owner
-                if isinstance(mul, ir.OpView):
-                    mul = mul.operation
-                if (isinstance(mul, ir.Operation) and _contracts(mul, "arith.mulf")
+                mul = _owner(v)
+                if (mul is not None and _contracts(mul, "arith.mulf")
                         and len(list(v.uses)) == 1):
                     found.append((op, mul, op.operands[1 - i]))
                     break
