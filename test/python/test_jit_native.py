@@ -125,3 +125,20 @@ ENTRY main {{
     want = x.astype(ml_dtypes.bfloat16)  # ml_dtypes rounds once, to nearest even
     np.testing.assert_array_equal(got.view(np.uint16)[4:5] & 0x7F80, np.array([0x7F80], np.uint16))
     np.testing.assert_array_equal(np.delete(got, 4).astype(np.float64), np.delete(want, 4).astype(np.float64))
+
+
+def test_f64_to_f16_links_and_rounds_once(cache_dir: Path) -> None:
+    """f64 -> f16 is a libgcc call (`__truncdfhf2`), linked into every module; one rounding, as XLA."""
+    text = """HloModule c
+ENTRY main {
+  x = f64[4] parameter(0)
+  ROOT y = f16[4] convert(x)
+}
+"""
+    x = np.array([1 + 2**-11 + 2**-40, 1 + 2**-11, 65519.99, -3e-5], np.float64)
+    got = hlo_mlir.load(text).run(x, backend="jit")[0]
+    np.testing.assert_array_equal(got, x.astype(np.float16))  # 1 + 2^-10 first: not through f32
+    from hlo_mlir.oracle import run_xla, xla_available
+
+    if xla_available():
+        np.testing.assert_array_equal(got, run_xla(text, [x])[0])

@@ -142,7 +142,8 @@ def build(ir_text: str, out: Path, link_libs: Sequence[str] = (), jobs: int | No
         rpaths = sorted({os.path.dirname(lib) for lib in link_libs})
         ld = shutil.which("ld")  # the linker itself: the compiler driver adds ~0.1 s of start-up
         if ld is not None:
-            _run([ld, "-shared", "-o", partial, *objects, support, *link_libs, *[f"-rpath={d}" for d in rpaths], "-lm"])
+            _run([ld, "-shared", "-o", partial, *objects, support, *link_libs, *[f"-rpath={d}" for d in rpaths], "-lm",
+                  _libgcc(cc)])
         else:
             _run([cc, "-shared", "-o", partial, *objects, support, *link_libs, *[f"-Wl,-rpath,{d}" for d in rpaths],
                   "-lm"])
@@ -183,6 +184,16 @@ def set_threads(n: int) -> None:
         raise HloError(f"the thread count must be at least 1 (0 for every core), got {n}")
     lib = ctypes.CDLL(openmp_library(), mode=os.RTLD_GLOBAL)
     lib.omp_set_num_threads(ctypes.c_int(n or os.cpu_count() or 1))
+
+
+@functools.cache
+def _libgcc(cc: str) -> str:
+    """libgcc.a: the compiler builtins LLVM calls (`__truncdfhf2` and the other f16 conversions)."""
+    proc = subprocess.run([cc, "-print-libgcc-file-name"], capture_output=True, text=True, check=False)
+    path = proc.stdout.strip()
+    if proc.returncode or not os.path.exists(path):
+        raise HloError(f"jit: '{cc} -print-libgcc-file-name' did not name libgcc.a (needed for f16 conversions)")
+    return path
 
 
 def _support_object(cc: str, directory: Path) -> str:
