@@ -17,6 +17,7 @@ in `hlo_mlir_prof_enter/exit(N)` (`runtime/support.c`), which `hlo-run --profile
 
 from __future__ import annotations
 
+import math
 import re
 
 from mlir import ir
@@ -156,6 +157,20 @@ class _Outliner:
         else:
             kernel.operation.erase()
             call.attributes["callee"] = ir.FlatSymbolRefAttr.get(same)
+
+
+def kernels(module: ir.Module) -> list[tuple[ir.Operation, int]]:
+    """The kernel functions of an outlined module, each with the element count of its largest static
+    memref argument (how much work it is, for the stages that only treat big kernels)."""
+    out = []
+    for op in module.body.operations:
+        op = op.operation
+        if op.name != "func.func" or KERNEL_ATTR not in op.attributes:
+            continue
+        ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+        shapes = [ir.MemRefType(t).shape for t in ftype.inputs if isinstance(t, ir.MemRefType)]
+        out.append((op, max((math.prod(s) for s in shapes if all(d >= 0 for d in s)), default=0)))
+    return out
 
 
 def apply(module: ir.Module, profile: bool = False) -> None:

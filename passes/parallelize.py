@@ -12,7 +12,6 @@ the same route (`scf-forall-to-parallel` in the LLVM pipeline).
 
 from __future__ import annotations
 
-import math
 import os
 
 from mlir import ir
@@ -37,21 +36,10 @@ def configured_threads() -> int:
     return n
 
 
-def _elements(t: ir.Type) -> int:
-    if not isinstance(t, ir.MemRefType):
-        return 0
-    shape = ir.MemRefType(t).shape
-    return math.prod(shape) if all(d >= 0 for d in shape) else 0
-
-
 def apply(module: ir.Module) -> None:
     """Parallelize the big kernels of `module` (in place)."""
     with module.context:
         pm = PassManager.parse(_PIPELINE)
-        for op in module.body.operations:
-            op = op.operation
-            if op.name != "func.func" or outline_kernels.KERNEL_ATTR not in op.attributes:
-                continue
-            ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
-            if max((_elements(t) for t in ftype.inputs), default=0) >= MIN_ELEMENTS:
-                pm.run(op)
+        for kernel, elements in outline_kernels.kernels(module):
+            if elements >= MIN_ELEMENTS:
+                pm.run(kernel)

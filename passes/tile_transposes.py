@@ -63,25 +63,10 @@ def _strided(loop: ir.Operation) -> bool:
     return False
 
 
-def _elements(f: ir.Operation) -> int:
-    ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
-    best = 0
-    for t in ftype.inputs:
-        if isinstance(t, ir.MemRefType) and all(d >= 0 for d in ir.MemRefType(t).shape):
-            n = 1
-            for d in ir.MemRefType(t).shape:
-                n *= d
-            best = max(best, n)
-    return best
-
-
 def apply(module: ir.Module) -> None:
     """Tile the kernels of `module` that access memory across their innermost loop (in place)."""
     with module.context:
         pm = PassManager.parse(_PIPELINE)
-        for f in module.body.operations:
-            f = f.operation
-            if f.name != "func.func" or outline_kernels.KERNEL_ATTR not in f.attributes:
-                continue
-            if _elements(f) >= MIN_ELEMENTS and any(_strided(loop) for loop in _innermost_fors(f)):
-                pm.run(f)
+        for kernel, elements in outline_kernels.kernels(module):
+            if elements >= MIN_ELEMENTS and any(_strided(loop) for loop in _innermost_fors(kernel)):
+                pm.run(kernel)
