@@ -3,9 +3,9 @@
 Why not MLIR's ExecutionEngine: it compiles the whole module in one thread of this process (a big model
 takes seconds), cannot be interrupted, cannot be cached on disk, and picks every feature of the host CPU,
 some of which (`avx512bf16`/`avx512fp16` with vectorized bf16 code) crash LLVM 22's instruction selection.
-Here the module is split by `llvm-split` into parts compiled by parallel `opt -O3 | llc` processes
-(Ctrl-C kills them at once), linked with `cc -shared`, and loaded with `ctypes`; the library file is what
-the on-disk cache (`runtime.cache`) keeps.
+Here the module is split by `llvm-split` into parts compiled by parallel `opt -O2 | llc` processes
+(Ctrl-C kills them at once), linked by `ld` with `support.c` (compiled once by `cc`) and libgcc, and loaded
+with `ctypes`; the library file is what the on-disk cache (`runtime.cache`) keeps.
 
 Host functions (Python callbacks, `runtime.host`) become function-pointer slots: each external
 `_mlir_ciface_hlo_host_*` declaration is replaced by a thunk calling through a global `<name>.slot` that
@@ -58,10 +58,9 @@ def _host_thunks(ir_text: str) -> str:
         name = m.group(1)
         types = [a.split()[0] for a in m.group(2).split(",") if a.strip()]
         params = ", ".join(f"{t} %a{i}" for i, t in enumerate(types))
-        args = ", ".join(f"{t} %a{i}" for i, t in enumerate(types))
         return (f"@{name}.slot = global ptr null\n"
                 f"define void @{name}({params}) {{\n"
-                f"  %f = load ptr, ptr @{name}.slot\n  call void %f({args})\n  ret void\n}}")
+                f"  %f = load ptr, ptr @{name}.slot\n  call void %f({params})\n  ret void\n}}")
 
     return _HOST_DECL.sub(thunk, ir_text)
 
