@@ -65,10 +65,23 @@ def _compare(got: list, want: list, args: argparse.Namespace) -> None:
                           f"(abs {args.abs_error_bound:g}, rel {args.rel_error_bound:g})")
 
 
+def _check_timing_options(args: argparse.Namespace) -> None:
+    """--bench and --profile time runs instead of reporting results: say so rather than ignore an option."""
+    if args.bench is not None and args.bench < 1:
+        raise io.HloError(f"--bench needs a run count of at least 1, got {args.bench}")
+    timing = "--profile" if args.profile else "--bench" if args.bench else None
+    ignored = [flag for flag, on in (("--outputs", args.outputs), ("--print", args.print),
+                                     ("--compare", args.compare), ("--outfeed", args.outfeed)) if on]
+    if timing and ignored:
+        raise io.HloError(f"{timing} times the runs and reports no results: drop {', '.join(ignored)} "
+                          "(or run without it)")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def run() -> None:
+        _check_timing_options(args)
         text, filename = read_input(args.input)
         module = load(text, filename=filename, verify=args.verify)
         if args.elided_constants:

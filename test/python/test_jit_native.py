@@ -142,3 +142,18 @@ ENTRY main {
 
     if xla_available():
         np.testing.assert_array_equal(got, run_xla(text, [x])[0])
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--bench", "0"], "--bench needs a run count of at least 1, got 0"),
+    (["--bench", "-1"], "--bench needs a run count of at least 1, got -1"),
+    (["--bench", "3", "--print"], "--bench times the runs and reports no results: drop --print"),
+    (["--profile", "--compare", "interpreter"], "--profile times the runs and reports no results: drop --compare"),
+    (["--bench", "2", "--outputs", "o.npz"], "drop --outputs"),
+])
+def test_timing_options_are_not_silently_ignored(flags: list[str], message: str, tmp_path: Path) -> None:
+    path = tmp_path / "big.hlo"
+    path.write_text(BIG)
+    proc = _hlo_run(str(path), "--random-inputs", *flags)
+    assert proc.returncode == 1
+    assert message in proc.stderr and "Traceback" not in proc.stderr
