@@ -231,6 +231,9 @@ def attr_to_array(attr: ir.Attribute, t: ArrayType) -> np.ndarray:
         except (ValueError, TypeError):
             continue
         if dense.is_splat:
+            value = _splat_value(dense.get_splat_value(), t)
+            if value is not None:
+                return np.full(t.dims, value, t.dtype)
             break
         try:
             return np.asarray(dense).astype(t.dtype).reshape(t.dims)
@@ -244,6 +247,18 @@ def attr_to_array(attr: ir.Attribute, t: ArrayType) -> np.ndarray:
     if len(values) == 1 and t.num_elements != 1:
         return np.full(t.dims, values[0], dtype=t.dtype)
     return np.array(values).astype(t.dtype).reshape(t.dims)
+
+
+def _splat_value(attr: ir.Attribute, t: ArrayType) -> np.generic | None:
+    """The one value of a splat (scalar constants are splats) without printing the attribute; None
+    for a NaN (its payload needs the printed bits)."""
+    if t.element.is_pred:
+        return None
+    try:
+        x = ir.FloatAttr(attr).value
+    except ValueError:
+        return np.array(ir.IntegerAttr(attr).value, np.int64).astype(t.dtype)[()] if t.element.is_integer else None
+    return None if math.isnan(x) else np.array(x, np.float64).astype(t.dtype)[()]
 
 
 _NUM = re.compile(r"0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)|true|false")
