@@ -1,16 +1,25 @@
-"""convolution: canonicalize layouts, then one matmul-like linalg.generic per window position.
+"""convolution: canonicalize layouts, then vectorized kernels (real floats) or per-window contractions.
 
-The input is first rewritten (one generic) to `(N, padded spatial..., C)` in the accumulation type:
-lhs dilation holes, (possibly negative) edge padding and the element conversion happen there, and it
-is viewed as `(N, P..., G, Cg)` (feature groups) or `(G, Nb, P..., C)` (batch groups). The kernel
-becomes `(K..., Cg, G, Og)` with window reversal applied. Then `scf.for` loops walk the window
-positions; each adds `input[strided slice at k * rhs_dilation] x kernel[k]` into the accumulator with
-a contraction whose maps are projected permutations, which the matmul schedule can tile and
-vectorize. A last generic moves the result to the output layout (and rounds narrow floats once).
-Operands convert to the result type first, integers wrap, pred is OR of ANDs, complex results
-accumulate `acc + a*b` with the textbook product (`elementwise.complex_mul`) — the interpreter's
-semantics. Complex operands of a real result accumulate in complex (`we`, c64 or c128) and the real
-part is converted to the result type at the end, as XLA does (and dot).
+The input is first brought to `(N, padded spatial..., C)` in the accumulation type: without lhs
+dilation a zero fill and one copy of the (cropped) input into its interior, then the layout and element
+conversion; lhs dilation holes need a per-element gather. The kernel becomes `(K..., Cg, O)` with window
+reversal applied.
+
+Real float convolutions (`_Conv.fast`) then run on the tiled, vectorized kernels of `linalg_schedules`
+(as `matmul_kernel` does for dot): an implicit GEMM whose register tile is a row of output positions x
+32 output features, the window positions and input features being the reduction (no im2col copy; a
+strided last dimension is viewed as (width / stride, stride) so a tile reads consecutive positions),
+one GEMM per feature or batch group; depthwise convolutions (feature groups = channels) vectorize over
+channels instead, with no feature reduction.
+
+Other convolutions (integer, pred, complex, tiny) view the input as `(N, P..., G, Cg)` (feature groups)
+or `(G, Nb, P..., C)` (batch groups) and the kernel as `(K..., Cg, G, Og)`; `scf.for` loops walk the
+window positions, each adding `input[strided slice at k * rhs_dilation] x kernel[k]` into the
+accumulator with one contraction. A last generic moves the result to the output layout (and rounds
+narrow floats once). Operands convert to the result type first, integers wrap, pred is OR of ANDs,
+complex results accumulate `acc + a*b` with the textbook product (`elementwise.complex_mul`) — the
+interpreter's semantics. Complex operands of a real result accumulate in complex (`we`, c64 or c128)
+and the real part is converted to the result type at the end, as XLA does (and dot).
 """
 
 from __future__ import annotations
@@ -192,8 +201,8 @@ class _Conv:
 
     def fast(self) -> ir.Value | None:
         """The convolution on vectorized kernels (None when they do not apply: integer, pred or complex
-        types, batch groups, no spatial dimension, tiny or empty ones)."""
-        if not all(e.hlo in SUPPORTED_FLOATS for e in (self.le, self.ke, self.oe)) or self.bgc > 1 or not self.nsp:
+        types, no spatial dimension, tiny or empty ones)."""
+        if not all(e.hlo in SUPPORTED_FLOATS for e in (self.le, self.ke, self.oe)) or not self.nsp:
             return None
         if self._madds() < MIN_KERNEL_WORK or 0 in self.out_sp:
             return None
@@ -202,7 +211,7 @@ class _Conv:
         return self._gemm()
 
     def _madds(self) -> int:
-        return self.n * math.prod(self.out_sp) * self.o * math.prod(self.k) * self.cg
+        return self.n // self.bgc * math.prod(self.out_sp) * self.o * math.prod(self.k) * self.cg
 
     def _rows(self, ow: int, mr: int) -> tuple[int, int]:
         """(padded output width, extra input width) for row tiles of `mr` output positions: the windows of
@@ -213,15 +222,15 @@ class _Conv:
         return owp, ceil_to(max(need, self.padded[-1]), s) - self.padded[-1]
 
     def _input_view(self, extra: int, channels: list[int]) -> ir.Value:
-        """The canonical input (see `input`) with its channels (zero-padded to their product) split as
-        `channels`, and a strided last spatial dimension split into (width / stride, stride): a row tile
-        then reads consecutive positions."""
+        """The canonical input (see `input`) with its batch split as (batch groups, batch / groups), its
+        channels (zero-padded to their product) split as `channels`, and a strided last spatial
+        dimension split into (width / stride, stride): a row tile then reads consecutive positions."""
         nsp, s = self.nsp, self.win.stride[-1]
         padded = [*self.padded[:-1], self.padded[-1] + extra]
         x = pad_to(self.rw, self.input(extra), [self.n, *padded, math.prod(channels)])
         width = [padded[-1] // s, s] if s > 1 else [padded[-1]]
-        shape = [self.n, *padded[:-1], *width, *channels]
-        groups = [[0], *[[1 + i] for i in range(nsp - 1)], list(range(nsp, nsp + len(width)))]
+        shape = [self.bgc, self.n // self.bgc, *padded[:-1], *width, *channels]
+        groups = [[0, 1], *[[2 + i] for i in range(nsp - 1)], list(range(nsp + 1, nsp + 1 + len(width)))]
         groups.append(list(range(groups[-1][-1] + 1, len(shape))))
         return expand(x, shape, groups)
 
@@ -256,13 +265,14 @@ class _Conv:
 
     def _gemm(self) -> ir.Value:
         """Implicit GEMM: per group, output positions x output features += input window x kernel, with
-        the window positions and input features as the reduction (no im2col copy)."""
-        rw, nsp, g, cg = self.rw, self.nsp, self.fgc, self.cg
+        the window positions and input features as the reduction (no im2col copy). A feature group reads
+        its slice of the input features, a batch group its slice of the batch."""
+        rw, nsp, g, cg, nb = self.rw, self.nsp, self.groups, self.cg, self.n // self.bgc
         og, ow, os_ = self.o // g, self.out_sp[-1], self.out_sp[:-1]
         mr, nr = register_tile(ir.FloatType(self.acc_t).width, ow, og)
         owp, extra = self._rows(ow, mr)
         ogp = ceil_to(og, nr)
-        x = self._input_view(extra, [g, cg])
+        x = self._input_view(extra, [self.fgc, self.c // self.fgc])
         w = expand(self.kernel(), [*self.k, cg, g, og], [*[[i] for i in range(nsp)], [nsp], [nsp + 1, nsp + 2]])
         w = expand(pad_to(rw, w, [*self.k, cg, g, ogp]), [*self.k, cg, g, ogp // nr, nr],
                    [*[[i] for i in range(nsp)], [nsp], [nsp + 1], [nsp + 2, nsp + 3]])
@@ -271,10 +281,12 @@ class _Conv:
         dims = {nm: i for i, nm in enumerate(names)}
         rank = len(names)
         D = lambda nm: _d(dims[nm])  # noqa: E731
-        xmap = [D("n"), *self._window(dims, mr), D("g"), D("c")]
+        zero = ir.AffineConstantExpr.get(0)
+        batch, feature = (D("g"), zero) if self.bgc > 1 else (zero, D("g"))
+        xmap = [batch, D("n"), *self._window(dims, mr), feature, D("c")]
         wmap = [*[D(f"k{i}") for i in range(nsp)], D("c"), D("g"), D("oo"), D("oi")]
         omap = [D("n"), *[D(f"o{i}") for i in range(nsp - 1)], D("owo"), D("owi"), D("g"), D("oo"), D("oi")]
-        acc_shape = [self.n, *os_, owp // mr, mr, g, ogp // nr, nr]
+        acc_shape = [nb, *os_, owp // mr, mr, g, ogp // nr, nr]
         init = rw.filled(acc_shape, rw.constant(self.acc_t, 0))
         out = rw.generic([x, w], [ir.AffineMap.get(rank, 0, xmap), ir.AffineMap.get(rank, 0, wmap)], acc_shape,
                          [self.acc_t], lambda a, b, acc: [fma(acc, a, b)],
@@ -285,13 +297,13 @@ class _Conv:
         last = [0 if nm in ("owi", "oi") else 1 for nm in names]
         order = [dims[nm] for nm in ("n", "g", *[f"o{i}" for i in range(nsp - 1)], "oo", "owo", "owi", "oi",
                                      *[f"k{i}" for i in range(nsp)], "c")]
-        mark(out.owner, [self._forall(self.n * g, dims, rank), Tiling(tuple(block)),
+        mark(out.owner, [self._forall(nb * g, dims, rank), Tiling(tuple(block)),
                          Tiling(tuple(last), interchange=tuple(order))])
         groups = [[0], *[[1 + i] for i in range(nsp - 1)], [nsp, nsp + 1], [nsp + 2], [nsp + 3, nsp + 4]]
-        out = tensor.CollapseShapeOp(ir.RankedTensorType.get([self.n, *os_, owp, g, ogp], self.acc_t), out,
+        out = tensor.CollapseShapeOp(ir.RankedTensorType.get([nb, *os_, owp, g, ogp], self.acc_t), out,
                                      groups).result
-        out = crop(rw, out, [self.n, *os_, ow, g, og])
-        return self.finish(tensor.CollapseShapeOp(ir.RankedTensorType.get([self.n, *self.out_sp, self.o], self.acc_t),
+        out = crop(rw, out, [nb, *os_, ow, g, og])
+        return self.finish(tensor.CollapseShapeOp(ir.RankedTensorType.get([nb, *self.out_sp, self.o], self.acc_t),
                                                   out, [*[[i] for i in range(nsp + 1)], [nsp + 1, nsp + 2]]).result)
 
     def _depthwise(self) -> ir.Value:
@@ -311,7 +323,7 @@ class _Conv:
         dims = {nm: i for i, nm in enumerate(names)}
         rank = len(names)
         D = lambda nm: _d(dims[nm])  # noqa: E731
-        xmap = [D("n"), *self._window(dims, mr), D("co"), D("ci")]
+        xmap = [ir.AffineConstantExpr.get(0), D("n"), *self._window(dims, mr), D("co"), D("ci")]
         wmap = [*[D(f"k{i}") for i in range(nsp)], ir.AffineConstantExpr.get(0), D("co"), D("ci")]
         omap = [D("n"), *[D(f"o{i}") for i in range(nsp - 1)], D("owo"), D("owi"), D("co"), D("ci")]
         acc_shape = [self.n, *os_, owp // mr, mr, cp // cr, cr]

@@ -1,7 +1,7 @@
 """JIT vs interpreter vs XLA on the dot and convolution shapes that run on the tiled, vectorized kernels:
 3-D x 2-D, transposed operands, several or swapped contracting dims, batch dims anywhere, ragged and
 tiny sizes, narrow and mixed floats; implicit-GEMM convolutions in any layout, strided, dilated, padded,
-grouped, depthwise, 1-D and 3-D. Each case also checks that it took the kernel (a scheduled op)."""
+grouped (feature or batch groups), depthwise, 1-D and 3-D. Each case also checks that it took the kernel (a scheduled op)."""
 
 from __future__ import annotations
 
@@ -100,6 +100,10 @@ CONVS = [
      "dim_labels=b01f_01io->b01f"),
     ("f32[1,12,12,16]", "f32[3,2,16,32]", "f32[1,10,11,32]", "window={size=3x2 rhs_reversal=1x0}, "
      "dim_labels=b01f_01io->b01f"),
+    ("f32[8,12,12,16]", "f32[3,3,16,48]", "f32[4,10,10,48]", "window={size=3x3}, dim_labels=b01f_01io->b01f, "
+     "batch_group_count=2"),
+    ("f32[16,12,12,4]", "f32[3,3,4,32]", "f32[1,10,10,32]", "window={size=3x3}, dim_labels=b01f_01io->b01f, "
+     "batch_group_count=16"),
     ("f64[1,10,10,16]", "f64[3,3,16,24]", "f64[1,8,8,24]", "window={size=3x3}, dim_labels=b01f_01io->b01f"),
     ("bf16[1,12,12,32]", "bf16[3,3,32,32]", "bf16[1,12,12,32]", "window={size=3x3 pad=1_1x1_1}, "
      "dim_labels=b01f_01io->b01f"),
