@@ -13,7 +13,7 @@ from mlir import ir
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.dialects import from_mlir_type, opcode_of, split_top
-from hlo_mlir.dialects.attributes import Comp, Comps, decode_all, kind_of
+from hlo_mlir.dialects.attributes import KINDS, Comp, Comps, decode_all, kind_of
 from hlo_mlir.dialects.shape_rules import ShapeError, Signature, infer_result_type
 from hlo_mlir.dialects.shape_rules.common import compatible
 from hlo_mlir.frontend.ir_gen import ASYNC_WRAPPED
@@ -74,8 +74,14 @@ def _typed(mlir_type: ir.Type, shape_attr: ir.Attribute | None) -> HloType:
     return t
 
 
-def value_type(v: ir.Value) -> HloType:
-    """HloType of an SSA value, with bounds from the defining op's or the parameter's `hlo.shape`."""
+def value_type(v: ir.Value, memo: dict[ir.Value, HloType] | None = None) -> HloType:
+    """HloType of an SSA value, with bounds from the defining op's or the parameter's `hlo.shape`
+    (`memo`: the types found so far, when checking a whole module)."""
+    if memo is not None:
+        t = memo.get(v)
+        if t is None:
+            t = memo[v] = value_type(v)
+        return t
     owner = v.owner
     if isinstance(owner, ir.Block):
         func = owner.owner
@@ -115,14 +121,16 @@ def _error(message: str, op: ir.Operation, source: tuple[str | None, str | None]
     return HloError(message, loc, text)
 
 
-def verify_op(op: ir.Operation, computations: dict[str, Signature]) -> HloType | None:
+def verify_op(
+    op: ir.Operation, computations: dict[str, Signature], memo: dict[ir.Value, HloType] | None = None
+) -> HloType | None:
     """Checks one op; returns its inferred type (None for ops outside the dialect). Raises ShapeError."""
     opcode = opcode_of(op)
     if not opcode:
         return None
-    operands = [value_type(v) for v in op.operands]
+    operands = [value_type(v, memo) for v in op.operands]
     attrs: dict[str, Any] = decode_all(op.attributes)
-    declared = value_type(op.results[0]) if len(op.results) == 1 else None
+    declared = value_type(op.results[0], memo) if len(op.results) == 1 else None
     if opcode == "async-start" and ASYNC_WRAPPED in op.attributes:
         return _wrapped_async_start(ir.StringAttr(op.attributes[ASYNC_WRAPPED]).value, operands, attrs,
                                     computations, declared)
@@ -159,11 +167,12 @@ def verify_module(module: Any) -> None:
                          (entries or funcs)[-1], (filename, source))
         computations = signatures(mod)
         _check_call_graph(funcs, (filename, source))
+        memo: dict[ir.Value, HloType] = {}  # each value's type, read once from its definition
         try:
             for func in funcs:
                 for block in func.regions[0].blocks:
                     for op in block.operations:
-                        _verify_one(op.operation, computations, (filename, source))
+                        _verify_one(op.operation, computations, (filename, source), memo)
         finally:
             _TYPES.clear()
             _TYPED.clear()
@@ -172,15 +181,20 @@ def verify_module(module: Any) -> None:
 def _callees(op: ir.Operation) -> list[tuple[str, str]]:
     """(attribute, computation) pairs of the computations an instruction calls."""
     out = []
-    for name in op.attributes:
+    attrs = op.attributes
+    for name in [n for n in attrs if n in _CALL_ATTRIBUTES]:
         kind = kind_of(name)
-        attr = op.attributes[name]
+        attr = attrs[name]
         if isinstance(kind, Comp) and isinstance(attr, ir.FlatSymbolRefAttr):
             out.append((name, ir.FlatSymbolRefAttr(attr).value))
         elif isinstance(kind, Comps) and isinstance(attr, ir.ArrayAttr):
             out += [(name, ir.FlatSymbolRefAttr(a).value) for a in ir.ArrayAttr(attr)
                     if isinstance(a, ir.FlatSymbolRefAttr)]
     return out
+
+
+# The attributes that name computations (to_apply, calls, branch_computations, ...).
+_CALL_ATTRIBUTES = frozenset(n for n, k in KINDS.items() if isinstance(k, (Comp, Comps)))
 
 
 def _check_call_graph(funcs: list[ir.Operation], source: tuple[str | None, str | None]) -> None:
@@ -214,12 +228,12 @@ def _check_call_graph(funcs: list[ir.Operation], source: tuple[str | None, str |
 
 
 def _verify_one(op: ir.Operation, computations: dict[str, Signature],
-                source: tuple[str | None, str | None]) -> None:
+                source: tuple[str | None, str | None], memo: dict[ir.Value, HloType]) -> None:
     opcode = opcode_of(op)
     if not opcode:
         return
     try:
-        verify_op(op, computations)
+        verify_op(op, computations, memo)
     except ShapeError as e:
         raise _error(f"{opcode}: {e}", op, source) from None
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
