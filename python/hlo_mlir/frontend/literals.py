@@ -225,7 +225,10 @@ def attr_to_array(attr: ir.Attribute, t: ArrayType) -> np.ndarray:
     """Values of a DenseElementsAttr as an array of `t`'s dtype."""
     if t.element.is_complex:
         return np.ascontiguousarray(attr_to_array(attr, _component(t))).view(t.dtype).reshape(t.dims)
-    for cls in (ir.DenseIntElementsAttr, ir.DenseFPElementsAttr):
+    # The class matching the element type first: a failed cast prints the attribute into its message.
+    classes = (ir.DenseFPElementsAttr, ir.DenseIntElementsAttr) if t.element.is_float else (
+        ir.DenseIntElementsAttr, ir.DenseFPElementsAttr)
+    for cls in classes:
         try:
             dense = cls(attr)
         except (ValueError, TypeError):
@@ -336,7 +339,7 @@ def format_literal(arr: np.ndarray, t: ArrayType) -> str:
         items = ["true" if v else "false" for v in arr.ravel().tolist()]
     elif et.is_integer:
         items = [str(int(v)) for v in arr.ravel().tolist()]
-    elif not et.is_complex and arr.dtype.itemsize >= 4 and not _has_nan_or_negative_zero(arr):
+    elif arr.size > 8 and not et.is_complex and arr.dtype.itemsize >= 4 and not _has_nan_or_negative_zero(arr):
         items = [str(v).removesuffix(".0") for v in arr.ravel()]  # _fmt_float without its special cases
     else:
         items = [format_scalar(v, et) for v in arr.ravel()]
