@@ -28,7 +28,7 @@ ROWS, COLUMNS, DEPTH = 64, 256, 256  # cache block: lhs rows per forall iteratio
 PACK_MIN_ROWS = 64  # fewer lhs rows read each rhs element too few times to repay packing it
 # Below these sizes the outer loop stays sequential: an OpenMP fork/join costs microseconds, and waits
 # for a descheduled thread when the machine is busy.
-PARALLEL_MIN_MADDS = 1 << 22
+PARALLEL_MIN_MADDS = 1 << 23
 PARALLEL_MIN_ELEMENTS = 1 << 16
 
 
