@@ -30,8 +30,10 @@ ELLIPSIS = "{...}"
 # Blanks and comments (COMMENT, LINE_COMMENT), as far as they stay on the line.
 # Where a NAME also reads as a NUMBER (inf, nan), a keyword or a section, the parser state
 # decides which terminal it is (LALR merges states, so not always as the grammar reads): Lark's.
+# (Where a NAME can start, NUMBER can only match inf and nan.)
 _NOT_NAME = re.compile(
-    rf"{NUMBER.pattern}|(?:ENTRY|ROOT|HloModule|FileNames|FunctionNames|FileLocations|StackFrames)(?![A-Za-z0-9_.\-])"
+    r"(?:inf|nan(?:\(0x[0-9A-Fa-f]+\))?|ENTRY|ROOT|HloModule|FileNames|FunctionNames|FileLocations|StackFrames)"
+    r"(?![A-Za-z0-9_.\-])"
 )
 _SKIP = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n\r]*)*")
 _SEP_KIND = {",": "comma", "=": "eq", ":": "colon"}

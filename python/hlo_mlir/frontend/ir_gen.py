@@ -22,7 +22,7 @@ from mlir.dialects import func
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.dialects import OPCODES, OpcodeInfo, from_mlir_type, to_mlir_type
-from hlo_mlir.dialects.attributes import COMP, COMPS, RAW, RESULT_ACCURACY_OPCODES, AttrError, kind_of
+from hlo_mlir.dialects.attributes import COMP, COMPS, KINDS, RAW, RESULT_ACCURACY_OPCODES, AttrError, kind_of
 from hlo_mlir.dialects.shape_rules import DECLARED_ONLY, ShapeError, Signature, infer_result_type
 from hlo_mlir.frontend import opviews  # noqa: F401  (op wrapping without failed imports)
 from hlo_mlir.frontend import syntax as s
@@ -107,13 +107,14 @@ class _Gen:
     def attributes(self, attrs: Sequence[s.Attribute]) -> dict[str, ir.Attribute]:
         out: dict[str, ir.Attribute] = {}
         for a in attrs:
-            if a.name in out:
-                raise self.error(f"duplicate attribute '{a.name}'", a.pos)
-            kind = kind_of(a.name)
+            name = a.name
+            if name in out:
+                raise self.error(f"duplicate attribute '{name}'", a.pos)
+            kind = KINDS.get(name, RAW)
             if kind is RAW:
-                out[a.name] = ir.StringAttr.get(a.value.text)
+                out[name] = ir.StringAttr.get(a.value.text)
                 continue
-            key = (a.name, a.value.text)
+            key = (name, a.value.text)
             hit = self.encoded.get(key)
             if hit is not None:
                 out[a.name] = hit
@@ -178,7 +179,8 @@ class _Gen:
                         ins.operands[0].pos,
                     )
                 params[number] = ins
-        self.check_control_predecessors(comp, names)
+        if "control-predecessors" in self.text:  # one scan of the text instead of every attribute
+            self.check_control_predecessors(comp, names)
         for i in range(len(params)):
             if i not in params:
                 last = max(params)
