@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from mlir import ir
+from mlir.dialects import linalg
 from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import HloError
@@ -73,6 +75,7 @@ def to_loops(module: ir.Module, profile: bool = False, threads: int = 0) -> ir.M
     _run(module, FUSE, "loops")
     fusion_limit.remove(module)
     _run(module, BUFFERS, "buffers")
+    _strided_copies_to_linalg(module)
     outline_kernels.apply(module, profile)
     _run(module, AFFINE, "loops")
     tile_transposes.apply(module)
@@ -80,6 +83,28 @@ def to_loops(module: ir.Module, profile: bool = False, threads: int = 0) -> ir.M
         parallelize.apply(module)
     _run(module, LOOPS, "loops")
     return module
+
+
+def _strided_copies_to_linalg(module: ir.Module) -> None:
+    """`memref.copy` between non-contiguous layouts lowers to a call of MLIR's runtime library (`memrefCopy`),
+    which is not linked: make such copies `linalg.copy`, which become loops (and a kernel) like any other."""
+    found: list[ir.Operation] = []
+
+    def row_major(t: ir.MemRefType) -> bool:
+        strides, _ = t.get_strides_and_offset()
+        return strides == [math.prod(t.shape[i + 1:]) for i in range(t.rank)]
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "memref.copy" and not all(row_major(ir.MemRefType(v.type)) for v in op.operands):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    with module.context:
+        module.operation.walk(visit)
+        for op in found:
+            with ir.InsertionPoint(op), op.location:
+                linalg.copy(op.operands[0], outs=[op.operands[1]])
+            op.erase()
 
 
 def kernel_locations(module: ir.Module) -> dict[str, list[str]]:

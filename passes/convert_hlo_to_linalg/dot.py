@@ -22,7 +22,7 @@ from hlo_mlir.passes.convert_hlo_to_linalg.core import (NARROW_FLOATS, SUPPORTED
                                                         rule)
 from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import complex_add, complex_mul, complex_zero, convert_scalar
 from hlo_mlir.passes.convert_hlo_to_linalg.matmul_kernel import Load, batch_matmul, shape_of
-from hlo_mlir.passes.convert_hlo_to_linalg.shape_ops import _reshape_to as reshape_view
+from hlo_mlir.passes.convert_hlo_to_linalg.shape_ops import reshape_view
 from hlo_mlir.types import BY_HLO, ElementType
 
 MIN_KERNEL_WORK = 1 << 14  # multiply-adds below which the plain loop nest is as fast as the kernel's setup

@@ -129,7 +129,7 @@ def reverse(rw: Rewriter) -> list[ir.Value]:
     return _move(rw, _permuted_map(len(shape), exprs))
 
 
-def _reshape_to(x: ir.Value, shape: list[int]) -> ir.Value:
+def reshape_view(x: ir.Value, shape: list[int]) -> ir.Value:
     """Row-major reshape as a view: collapse to 1-d, expand to `shape`."""
     src = _dims(x)
     if src == shape:
@@ -153,7 +153,7 @@ def _reshape_to(x: ir.Value, shape: list[int]) -> ir.Value:
 
 @rule("reshape", wraps_sub_byte=True)
 def reshape(rw: Rewriter) -> list[ir.Value]:
-    return [_reshape_to(rw.operand(0), rw.result_shape())]
+    return [reshape_view(rw.operand(0), rw.result_shape())]
 
 
 def _permute(rw: Rewriter, x: ir.Value, perm: list[int]) -> ir.Value:
@@ -217,10 +217,10 @@ def bitcast(rw: Rewriter) -> list[ir.Value]:
         if n_in * src.bits != n_out * dst.bits:
             raise rw.error(f"bitcast from {rw.hlo_operand_type(0)} to {rw.hlo_result_type()} changes the size")
         if src.bits > dst.bits:
-            physical = split_bits(rw, _reshape_to(physical, [n_in]), src, dst)
+            physical = split_bits(rw, reshape_view(physical, [n_in]), src, dst)
         else:
-            physical = join_bits(rw, _reshape_to(physical, [n_out, dst.bits // src.bits]), src, dst)
-    physical = _reshape_to(physical, physical_shape)
+            physical = join_bits(rw, reshape_view(physical, [n_out, dst.bits // src.bits]), src, dst)
+    physical = reshape_view(physical, physical_shape)
     if src != dst and src.bits == dst.bits:
         rank = len(physical_shape)
         physical = rw.generic([physical], [ir.AffineMap.get_identity(rank)], physical_shape, [element_mlir_type(dst)],

@@ -157,3 +157,26 @@ def test_timing_options_are_not_silently_ignored(flags: list[str], message: str,
     proc = _hlo_run(str(path), "--random-inputs", *flags)
     assert proc.returncode == 1
     assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_strided_memref_copies_become_loops() -> None:
+    """A memref.copy between non-contiguous views would call MLIR's unlinked runtime (`memrefCopy`): it is
+    rewritten to linalg.copy (a kernel of loops); contiguous copies stay memcpy."""
+    from mlir import ir
+
+    from hlo_mlir.dialects import new_context
+    from hlo_mlir.passes import lower_to_llvm
+
+    text = """
+    func.func @f(%a: memref<8x8xf32>, %b: memref<4x4xf32>, %c: memref<4x4xf32>) {
+      %v = memref.subview %a[2, 2] [4, 4] [1, 1] : memref<8x8xf32> to memref<4x4xf32, strided<[8, 1], offset: 18>>
+      memref.copy %v, %b : memref<4x4xf32, strided<[8, 1], offset: 18>> to memref<4x4xf32>
+      memref.copy %b, %c : memref<4x4xf32> to memref<4x4xf32>
+      return
+    }"""
+    with new_context():
+        module = ir.Module.parse(text)
+        lower_to_llvm._strided_copies_to_linalg(module)
+        printed = str(module)
+    assert printed.count("linalg.copy") == 1
+    assert printed.count("memref.copy") == 1

@@ -201,7 +201,7 @@ def compile_module(module: Any, text: str | None = None, use_cache: bool = True,
         compiled = Compiled(native.load(cache.library(key)), **meta, compile_ms=0.0, from_cache=True)
     else:
         compiled = _compile(module, text, key if use_cache else None, profile, threads)
-    if threads > 1:
+    if threads:  # 1 too: the matmul/conv kernels' scf.forall loops use OpenMP even in a one-thread build
         native.set_threads(threads)
     compiled.compile_ms = (time.perf_counter() - start) * 1e3
     module._compiled[options] = compiled
