@@ -227,8 +227,21 @@ def reduce_window(rw: Rewriter) -> list[ir.Value]:
     sizes = rw.empty(list(w.size), ir.IntegerType.get_signless(8))
     direct = all(v == 0 for v in (*w.pad_low, *w.pad_high)) and all(b == 1 for b in w.lhs_dilate)
     if direct:
-        exprs = [ir.AffineDimExpr.get(d) * w.stride[d] + ir.AffineDimExpr.get(rank + d) * w.rhs_dilate[d]
-                 for d in range(rank)]
+        # Loop order: unit window loops, the leading output loops, the window loops, then the trailing
+        # output dimensions the window does not span (NHWC pooling's channels) innermost, so the innermost
+        # loop walks contiguous memory and vectorizes. The window positions are still visited in row-major
+        # order for each output element, so results do not change.
+        trailing = 0
+        while trailing < rank and w.size[rank - 1 - trailing] == 1:
+            trailing += 1
+        units = [d for d in range(rank) if w.size[d] == 1]
+        order = ([("w", d) for d in units] + [("o", d) for d in range(rank - trailing)]
+                 + [("w", d) for d in range(rank) if w.size[d] != 1] + [("o", d) for d in range(rank - trailing, rank)])
+        loop = {key: ir.AffineDimExpr.get(i) for i, key in enumerate(order)}
+        iters = ["parallel" if kind == "o" else "reduction" for kind, _ in order]
+        out_map = ir.AffineMap.get(2 * rank, 0, [loop["o", d] for d in range(rank)])
+        window_map = ir.AffineMap.get(2 * rank, 0, [loop["w", d] for d in range(rank)])
+        exprs = [loop["o", d] * w.stride[d] + loop["w", d] * w.rhs_dilate[d] for d in range(rank)]
         in_map = ir.AffineMap.get(2 * rank, 0, exprs)
         return rw.generic([*xs, sizes], [in_map] * n + [window_map], out_shape, [_element(x) for x in xs],
                           lambda *a: combine(a[n + 1:], a[:n]), iterators=iters, inits=filled, output_map=out_map)
