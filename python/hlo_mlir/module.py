@@ -61,12 +61,17 @@ class Module:
         return run_module(self, list(args), **options)
 
 
+_FILE_NAME = re.compile(r"[^\s{}()=%]+\.(hlo|mlir|txt|pb|hlotxt)")
+
+
 def _is_path(source: str) -> bool:
-    """A one-line string naming an existing file (OSError: e.g. a name too long to be one)."""
+    """A one-line string naming an existing file, or shaped like a module's file name (`m.hlo`): HLO text
+    never is one, so a missing file is reported as such rather than parsed as text. (OSError: e.g. a name
+    too long to be one.)"""
     if "\n" in source:
         return False
     try:
-        return Path(source).is_file()
+        return Path(source).is_file() or bool(_FILE_NAME.fullmatch(source.strip()))
     except OSError:
         return False
 

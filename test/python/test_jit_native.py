@@ -180,3 +180,9 @@ def test_strided_memref_copies_become_loops() -> None:
         printed = str(module)
     assert printed.count("linalg.copy") == 1
     assert printed.count("memref.copy") == 1
+
+
+def test_load_of_a_missing_file_says_so(tmp_path: Path) -> None:
+    """A path that does not exist is an error about the file, not HLO text that fails to parse."""
+    with pytest.raises(hlo_mlir.HloError, match=r"cannot read '.*missing\.hlo': No such file"):
+        hlo_mlir.load(str(tmp_path / "missing.hlo"))
