@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import pickle
 import re
 import zipfile
@@ -161,15 +163,18 @@ def _write_npy(f: Any, arr: np.ndarray) -> None:
 
 
 def save_npz(path: str, arrays: dict[str, Any]) -> None:
-    """np.savez with `_write_npy` for each array."""
-    if not path.endswith(".npz"):
-        path += ".npz"
+    """np.savez with `_write_npy` for each array, to exactly `path` (no `.npz` appended), written beside it
+    first and renamed into place: a failure never leaves a half-written file under that name."""
+    tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
             for name, value in arrays.items():
                 with z.open(name + ".npy", "w", force_zip64=True) as f:
                     _write_npy(f, np.asarray(value))
+        os.replace(tmp, path)
     except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
         raise HloError(f"cannot write '{path}': {e.strerror or e}") from None
 
 

@@ -186,3 +186,14 @@ def test_load_of_a_missing_file_says_so(tmp_path: Path) -> None:
     """A path that does not exist is an error about the file, not HLO text that fails to parse."""
     with pytest.raises(hlo_mlir.HloError, match=r"cannot read '.*missing\.hlo': No such file"):
         hlo_mlir.load(str(tmp_path / "missing.hlo"))
+
+
+def test_outputs_go_to_exactly_the_named_file(tmp_path: Path) -> None:
+    """`--outputs res` writes `res` (an .npz archive), not `res.npz`; nothing is left behind on failure."""
+    path = tmp_path / "big.hlo"
+    path.write_text(BIG)
+    out = tmp_path / "res"
+    assert _hlo_run(str(path), "--random-inputs", "--outputs", str(out)).returncode == 0
+    with np.load(out) as data:
+        assert data["out0"].shape == (1024,)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.hlo", "res"]
