@@ -30,6 +30,7 @@ from hlo_mlir.passes.convert_hlo_to_linalg.core import (
     CUSTOM_CALL_RULES,
     Converter,
     Rewriter,
+    custom_call_rule,
     element_mlir_type,
     leaves,
     rule,
@@ -122,6 +123,15 @@ def interpreter_call(rw: Rewriter) -> list[ir.Value]:
 
     inputs = [v for i in range(rw.num_operands) for v in rw.operand_leaves(i)]
     return host_call(rw, run, inputs, in_types, out_types)
+
+
+@custom_call_rule("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
+def sharding_annotation(rw: Rewriter) -> list[ir.Value]:
+    """XLA's partitioning annotations: the identity on one device (the interpreter checks the same)."""
+    if rw.num_operands != 1 or rw.hlo_operand_type(0) != rw.hlo_result_type():
+        raise rw.error(f"custom-call \"{rw.attrs.get('custom_call_target', '')}\" changes the shape: it needs "
+                       "the module partitioned over several devices")
+    return [rw.operand(0)]
 
 
 @rule("custom-call")

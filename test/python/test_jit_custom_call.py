@@ -111,3 +111,30 @@ ENTRY e {
 """
     out = check(text, np.arange(6, dtype=np.float32).reshape(2, 3) / 8, xla=False)
     np.testing.assert_array_equal(out[1], 27 * np.arange(6, dtype=np.float32).reshape(2, 3) / 8)
+
+
+SHARDING = """HloModule s
+ENTRY e {
+  p = f32[4,8] parameter(0)
+  s = f32[4,8] custom-call(p), custom_call_target="Sharding", sharding={replicated}
+  a = f32[4,8] custom-call(s), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  b = f32[4,8] custom-call(a), custom_call_target="SPMDShardToFullShape", sharding={replicated}
+  ROOT r = f32[4,8] add(b, p)
+}
+"""
+
+
+def test_sharding_annotations_are_the_identity_on_one_device() -> None:
+    """XLA's partitioning annotations pass their operand through on one device (interpreter, JIT, XLA)."""
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    got = check(SHARDING, x)
+    np.testing.assert_array_equal(got[0], 2 * x)
+
+
+def test_sharding_annotation_that_changes_the_shape_needs_devices() -> None:
+    text = SHARDING.replace("a = f32[4,8] custom-call(s)", "a = f32[2,8] custom-call(s)").replace(
+        "b = f32[4,8] custom-call(a)", "b = f32[4,8] broadcast(p), dimensions={0,1}\n  c = f32[2,8] negate(a)")
+    m = hlo_mlir.load(text)
+    for backend in ("interpreter", "jit"):
+        with pytest.raises(hlo_mlir.HloError, match="changes the shape: it needs the module partitioned"):
+            m.run(np.zeros((4, 8), np.float32), backend=backend)

@@ -133,6 +133,22 @@ def register_custom_call(target: str, handler: CustomCallHandler) -> None:
     CUSTOM_CALLS[target] = handler
 
 
+# Sharding annotations: XLA's partitioner consumes them; on one device each is the identity.
+SHARDING_ANNOTATIONS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
+
+
+def _sharding_annotation(op: OpView, args: list, ctx: Context) -> Value:
+    if len(args) != 1 or np.shape(args[0]) != tuple(op.result_type.dims):
+        target = op.attrs.get("custom_call_target", "")
+        raise InterpreterError(op, f"custom-call \"{target}\" changes the shape: it needs the module partitioned "
+                                   "over several devices, which this run does not have")
+    return args[0]
+
+
+for _target in SHARDING_ANNOTATIONS:
+    register_custom_call(_target, _sharding_annotation)
+
+
 @kernel("custom-call")
 def custom_call(op: OpView, args: list, ctx: Context) -> Value:
     target = op.attrs.get("custom_call_target", "")
