@@ -197,3 +197,14 @@ def test_outputs_go_to_exactly_the_named_file(tmp_path: Path) -> None:
     with np.load(out) as data:
         assert data["out0"].shape == (1024,)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.hlo", "res"]
+
+
+def test_unusable_cache_directory_warns_and_compiles(tmp_path: Path) -> None:
+    path = tmp_path / "big.hlo"
+    path.write_text(BIG)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    proc = _hlo_run(str(path), "--random-inputs", env={"HLO_MLIR_CACHE_DIR": str(blocker / "cache")})
+    assert proc.returncode == 0, proc.stderr
+    assert "is unusable" in proc.stderr and "compiling without it" in proc.stderr
+    assert "Traceback" not in proc.stderr

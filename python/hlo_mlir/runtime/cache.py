@@ -14,6 +14,7 @@ import hashlib
 import os
 import pickle
 import platform
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,24 @@ def directory() -> Path:
 
 
 def enabled() -> bool:
-    return os.environ.get("HLO_MLIR_NO_CACHE", "") in ("", "0")
+    """Not switched off, and the directory can be created: otherwise compile without it (with a warning
+    naming the directory once, rather than failing a run over a cache)."""
+    if os.environ.get("HLO_MLIR_NO_CACHE", "") not in ("", "0"):
+        return False
+    return _usable(str(directory()))
+
+
+@functools.cache
+def _usable(path: str) -> bool:
+    try:
+        os.makedirs(path, exist_ok=True)
+        if os.access(path, os.W_OK):
+            return True
+        reason = "not writable"
+    except OSError as e:
+        reason = e.strerror or str(e)
+    print(f"warning: compile cache '{path}' is unusable ({reason}); compiling without it", file=sys.stderr)
+    return False
 
 
 @functools.cache
