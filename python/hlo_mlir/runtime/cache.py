@@ -71,6 +71,7 @@ def _compiler_identity() -> str:
     return h.hexdigest()
 
 
+@functools.cache
 def _cpu() -> str:
     try:
         with open("/proc/cpuinfo") as f:
@@ -93,8 +94,6 @@ def library(k: str) -> Path:
 
 def lookup(k: str) -> dict[str, Any] | None:
     """The call metadata stored under `k`, or None (missing, unreadable, or its library is gone)."""
-    if not enabled():
-        return None
     try:
         with open(directory() / f"{k}.meta", "rb") as f:
             meta = pickle.load(f)

@@ -184,23 +184,23 @@ def compile_module(module: Any, text: str | None = None, use_cache: bool = True,
     """Lower and compile `module` (a `hlo_mlir.module.Module`), or find it compiled: on the object itself,
     then (`use_cache`) in the on-disk cache keyed by its MLIR text and the compiler's identity. `profile`
     builds the variant whose kernels time themselves (`Compiled.profile`)."""
+    from hlo_mlir.passes.parallelize import configured_threads
     from hlo_mlir.runtime import cache, native
 
-    from hlo_mlir.passes.parallelize import configured_threads
-
     threads = configured_threads()
-    options = (profile, threads != 1)
+    options = (profile, threads != 1)  # what changes the generated code
     hit = module._compiled.get(options)
     if hit is not None:
         return hit
     start = time.perf_counter()
-    use_cache = use_cache and cache.enabled()
-    key = cache.key(module.to_mlir(), f"profile={int(profile)} parallel={int(threads != 1)}")
-    meta = cache.lookup(key) if use_cache else None
+    key = None
+    if use_cache and cache.enabled():
+        key = cache.key(module.to_mlir(), "profile={} parallel={}".format(*map(int, options)))
+    meta = cache.lookup(key) if key is not None else None
     if meta is not None:
         compiled = Compiled(native.load(cache.library(key)), **meta, compile_ms=0.0, from_cache=True)
     else:
-        compiled = _compile(module, text, key if use_cache else None, profile, threads)
+        compiled = _compile(module, text, key, profile, threads)
     if threads:  # 1 too: the matmul/conv kernels' scf.forall loops use OpenMP even in a one-thread build
         native.set_threads(threads)
     compiled.compile_ms = (time.perf_counter() - start) * 1e3
