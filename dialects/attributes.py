@@ -680,11 +680,6 @@ class ResultAccuracy(Checked):
             raise AttrError(f"expected mode or tolerance, got {_got(key)}", key)
 
 
-# The opcodes XLA lets carry result_accuracy.
-RESULT_ACCURACY_OPCODES = frozenset((
-    "cbrt", "erf", "exponential", "exponential-minus-one", "log", "log-plus-one", "logistic", "rsqrt", "sqrt",
-    "tan", "tanh", "cosh", "sinh", "acos", "asin", "acosh", "asinh", "atanh",
-))
 
 
 RAW, INTS, INT, FLOAT, BOOL = Raw(), Ints(), Int(), Float(), Bool()

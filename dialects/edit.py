@@ -13,19 +13,12 @@ from mlir import ir
 
 from hlo_mlir.dialects import OPCODES, from_mlir_type, opcode_of, to_mlir_type
 from hlo_mlir.dialects.attributes import encode_value
+from hlo_mlir.dialects.traits import SIDE_EFFECTING
 from hlo_mlir.types import HloType
 
 NAME = "hlo.name"
 SHAPE = "hlo.shape"
 
-# Opcodes whose execution is observable beyond their result; CSE/DCE must keep them.
-SIDE_EFFECTING = frozenset({
-    "rng", "rng-get-and-update-state", "infeed", "outfeed", "send", "send-done", "recv", "recv-done",
-    "all-reduce", "all-reduce-start", "all-reduce-done", "all-gather", "all-gather-start", "all-gather-done",
-    "all-to-all", "reduce-scatter", "collective-permute", "collective-permute-start",
-    "collective-permute-done", "collective-broadcast", "collective-reduce",
-    "after-all", "add-dependency",
-})
 
 
 def functions(module: ir.Module) -> dict[str, ir.Operation]:

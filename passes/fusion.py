@@ -26,18 +26,13 @@ from hlo_mlir.analysis import output_to_input_maps
 from hlo_mlir.analysis.dialect import clear_cache
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import edit, opcode_of
+from hlo_mlir.dialects.traits import ELEMENTWISE
 from hlo_mlir.types import ArrayType
 
-ELEMENTWISE = frozenset({
-    "abs", "add", "and", "atan2", "cbrt", "ceil", "clamp", "compare", "complex", "convert", "cosine", "divide",
-    "exponential", "exponential-minus-one", "floor", "imag", "is-finite", "log", "log-plus-one", "logistic",
-    "maximum", "minimum", "multiply", "negate", "not", "or", "popcnt", "power", "real", "remainder",
-    "round-nearest-afz", "round-nearest-even", "rsqrt", "select", "shift-left", "shift-right-arithmetic",
-    "shift-right-logical", "sign", "sine", "sqrt", "subtract", "tan", "tanh", "xor", "clz", "erf",
-    "reduce-precision", "bitcast-convert", "copy",
-})
-LOOP_FUSIBLE = ELEMENTWISE | {"broadcast", "reshape", "bitcast", "transpose", "slice", "iota", "constant",
-                              "concatenate", "pad", "reverse", "dynamic-slice"}
+# bitcast-convert changing the element width reads several elements (or part of one): its indexing
+# map says so, and `_reads_many` keeps expensive producers out.
+LOOP_FUSIBLE = ELEMENTWISE | {"bitcast-convert", "broadcast", "reshape", "bitcast", "transpose", "slice", "iota",
+                              "constant", "concatenate", "pad", "reverse", "dynamic-slice"}
 # Producers are constants only up to this many elements (a big literal is not worth copying).
 MAX_FUSED_CONSTANT = 1024
 

@@ -22,16 +22,14 @@ from mlir import ir
 from mlir.dialects import arith, math, scf, tensor
 
 from hlo_mlir.attr_types import Window
-from hlo_mlir.dialects import opcode_of
+from hlo_mlir.dialects.traits import PRED_ARITHMETIC, reducer_kind
 from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, element_mlir_type, rule, scalar_of
 from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import complex_zero
 from hlo_mlir.types import ElementType
 
 Combine = Callable[[Sequence[ir.Value], Sequence[ir.Value]], list[ir.Value]]
 
-_BINARY_REDUCERS = ("add", "multiply", "maximum", "minimum", "and", "or", "xor")
-_PRED_OPS = {"add": arith.ori, "or": arith.ori, "maximum": arith.ori, "multiply": arith.andi,
-             "and": arith.andi, "minimum": arith.andi, "xor": arith.xori}
+_LOGICAL = {"or": arith.ori, "and": arith.andi, "xor": arith.xori}
 _REASSOC = "#arith.fastmath<reassoc>"
 
 
@@ -46,19 +44,8 @@ def binary_reducer(rw: Rewriter, name: str) -> str | None:
     """The opcode when computation `name` is exactly `opcode(p0, p1)` (either order) on scalars."""
     for f in rw.conv.source.body.operations:
         f = f.operation
-        if f.name != "func.func" or ir.StringAttr(f.attributes["sym_name"]).value != name:
-            continue
-        block = f.regions[0].blocks[0]
-        ops = [op.operation for op in block.operations]
-        args = list(block.arguments)
-        if len(args) != 2 or len(ops) != 2 or ops[1].name != "func.return":
-            return None
-        opcode = opcode_of(ops[0]) or ops[0].name
-        if opcode not in _BINARY_REDUCERS or set(ops[0].operands) != set(args) or len(ops[0].operands) != 2:
-            return None
-        if list(ops[1].operands) != [ops[0].result]:
-            return None
-        return opcode
+        if f.name == "func.func" and ir.StringAttr(f.attributes["sym_name"]).value == name:
+            return reducer_kind(f)
     return None
 
 
@@ -66,7 +53,7 @@ def combiner(rw: Rewriter, name: str, elements: Sequence[ElementType]) -> Combin
     """`combine(accs, xs) -> new accs` for reducer `name` (pred arithmetic as OR/AND, else inlined)."""
     kind = binary_reducer(rw, name) if len(elements) == 1 else None
     if kind is not None and elements[0].is_pred:
-        fn = _PRED_OPS[kind]
+        fn = _LOGICAL[PRED_ARITHMETIC[kind]]
         return lambda accs, xs: [fn(accs[0], xs[0])]
     return lambda accs, xs: rw.inline_scalar(name, [*accs, *xs])
 

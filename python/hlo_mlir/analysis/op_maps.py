@@ -16,17 +16,15 @@ from collections.abc import Callable, Sequence
 from hlo_mlir.analysis import affine as A
 from hlo_mlir.analysis import shape_maps as S
 from hlo_mlir.analysis.indexing_map import IndexingMap, Interval, RuntimeVariable, Variable, dim_vars_from_sizes
+from hlo_mlir.dialects.traits import ELEMENTWISE
 from hlo_mlir.types import ArrayType, TupleType
 
 Indexing = list[set[IndexingMap]]
 
-ELEMENTWISE = frozenset(
-    """abs add and atan2 cbrt ceil clamp compare complex convert copy cosine count-leading-zeros divide erf
-    exponential exponential-minus-one floor imag is-finite log log-plus-one logistic maximum minimum multiply
-    negate not or popcnt power real reduce-precision remainder round-nearest-afz round-nearest-even rsqrt select
-    shift-left shift-right-arithmetic shift-right-logical sign sine sqrt stochastic-convert subtract tan tanh xor
-    map all-reduce all-reduce-start all-reduce-done""".split()
-)
+# Ops whose maps are the identity like an elementwise op's: map applies a computation per element,
+# an all-reduce combines the same element across replicas.
+ELEMENTWISE_INDEXING = ELEMENTWISE | {"map", "all-reduce", "all-reduce-start", "all-reduce-done"}
+
 
 
 def dims_of(t: object) -> tuple[int, ...]:
@@ -319,7 +317,7 @@ def _convolution(instr: object, output_id: int) -> Indexing:
 
 
 OUTPUT_TO_INPUT: dict[str, Callable[[object, int], Indexing]] = {
-    **{op: _elementwise for op in ELEMENTWISE},
+    **{op: _elementwise for op in ELEMENTWISE_INDEXING},
     "bitcast-convert": _bitcast_convert,
     "bitcast": _bitcast,
     "broadcast": _broadcast,
@@ -456,7 +454,7 @@ def _tuple_in(instr: object, input_id: int) -> Indexing:
 
 
 INPUT_TO_OUTPUT: dict[str, Callable[[object, int], Indexing]] = {
-    **{op: _elementwise_in for op in ELEMENTWISE},
+    **{op: _elementwise_in for op in ELEMENTWISE_INDEXING},
     "bitcast-convert": _bitcast_convert_in,
     "bitcast": _bitcast_in,
     "broadcast": _broadcast_in,

@@ -22,8 +22,9 @@ from mlir.dialects import func
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.dialects import OPCODES, OpcodeInfo, from_mlir_type, to_mlir_type
-from hlo_mlir.dialects.attributes import COMP, COMPS, KINDS, RAW, RESULT_ACCURACY_OPCODES, AttrError, kind_of
+from hlo_mlir.dialects.attributes import COMP, COMPS, KINDS, RAW, AttrError, kind_of
 from hlo_mlir.dialects.shape_rules import DECLARED_ONLY, ShapeError, Signature, infer_result_type
+from hlo_mlir.dialects.traits import RESULT_ACCURACY
 from hlo_mlir.frontend import opviews  # noqa: F401  (op wrapping without failed imports)
 from hlo_mlir.frontend import syntax as s
 from hlo_mlir.frontend.literals import LiteralError, array_to_attr, literal_to_array
@@ -376,7 +377,7 @@ class _Gen:
             elif kind is COMPS:
                 for ref in ir.ArrayAttr(attrs[a.name]):
                     self.check_computation(ir.FlatSymbolRefAttr(ref).value, a)
-        if "result_accuracy" in attrs and (wrapped or ins.opcode) not in RESULT_ACCURACY_OPCODES:
+        if "result_accuracy" in attrs and (wrapped or ins.opcode) not in RESULT_ACCURACY:
             raise self.error(f"{ins.opcode} does not take result_accuracy", _attr_pos(ins, "result_accuracy"))
         if wrapped is not None:
             attrs[ASYNC_WRAPPED] = ir.StringAttr.get(wrapped)

@@ -18,20 +18,14 @@ from typing import Any, Callable
 
 import numpy as np
 
+from hlo_mlir.dialects.traits import ELEMENTWISE
 from hlo_mlir.interpreter.registry import InterpreterError, OpView, Value
 
 Sizes = Any  # tuple[int, ...] for an array, tuple[Sizes | None, ...] for a tuple
 SOURCES = frozenset({"set-dimension-size", "dynamic-reshape"})
 
-# Same-shape elementwise ops: the result has the sizes of its operands (scalars of clamp aside).
-_ELEMENTWISE = frozenset({
-    "abs", "add", "subtract", "multiply", "divide", "remainder", "power", "maximum", "minimum", "atan2",
-    "and", "or", "xor", "not", "negate", "sign", "compare", "select", "clamp", "convert", "shift-left",
-    "shift-right-arithmetic", "shift-right-logical", "exponential", "exponential-minus-one", "log",
-    "log-plus-one", "sqrt", "rsqrt", "cbrt", "tanh", "logistic", "floor", "ceil", "round-nearest-afz",
-    "round-nearest-even", "is-finite", "popcnt", "count-leading-zeros", "sine", "cosine", "tan", "real", "imag",
-    "complex", "reduce-precision", "erf", "copy", "opt-barrier", "stochastic-convert",
-})  # fmt: skip
+# Same-shape ops: the result has the sizes of its operands (scalars of clamp aside).
+_SIZE_PRESERVING = ELEMENTWISE | {"opt-barrier"}
 
 
 def is_padded(sizes: Sizes | None, value: Value) -> bool:
@@ -47,7 +41,7 @@ def step(op: OpView, kernel: Callable[[OpView, list, Any], Value], args: list, s
          ctx: Any) -> tuple[Value, Sizes | None]:  # fmt: skip
     """Run `op` (whose operands have runtime `sizes`) and say the runtime sizes of its result."""
     rule = _RULES.get(op.opcode)
-    if rule is None and op.opcode in _ELEMENTWISE:
+    if rule is None and op.opcode in _SIZE_PRESERVING:
         rule = _elementwise
     if rule is not None:
         return rule(op, kernel, args, sizes, ctx)

@@ -17,23 +17,17 @@ import numpy as np
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects import BY_OP_NAME, from_mlir_type
+from hlo_mlir.dialects import BY_OP_NAME, from_mlir_type, traits
 from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.dialects.traits import ELEMENTWISE
 from hlo_mlir.frontend.ir_gen import ASYNC_WRAPPED, NAME, SHAPE
 from hlo_mlir.interpreter import dynamic_sizes
 from hlo_mlir.interpreter.registry import KERNELS, InterpreterError, Kernel, Value
 from hlo_mlir.types import ArrayType, HloType, TupleType
 
-# Elementwise-safe opcodes: a computation made only of these can run batched.
-_BATCHABLE = {
-    "abs", "add", "subtract", "multiply", "divide", "remainder", "power", "maximum", "minimum", "atan2",
-    "and", "or", "xor", "not", "negate", "sign", "compare", "select", "clamp", "convert", "constant",
-    "tuple", "get-tuple-element", "shift-left", "shift-right-arithmetic", "shift-right-logical",
-    "exponential", "exponential-minus-one", "log", "log-plus-one", "sqrt", "rsqrt", "cbrt", "tanh",
-    "logistic", "floor", "ceil", "round-nearest-afz", "round-nearest-even", "is-finite", "popcnt",
-    "count-leading-zeros", "sine", "cosine", "tan", "real", "imag", "complex", "bitcast-convert",
-    "reduce-precision", "erf", "copy", "opt-barrier",
-}  # fmt: skip
+# A computation made only of these can run batched (whole arrays in place of its scalars); on scalars
+# bitcast-convert keeps one element per element.
+_BATCHABLE = ELEMENTWISE | {"bitcast-convert", "constant", "tuple", "get-tuple-element", "opt-barrier"}
 
 
 @dataclass
@@ -233,15 +227,8 @@ class Interpreter:
         return run
 
     def reducer_kind(self, computation: str) -> str | None:
-        program = self.programs[computation]
-        if len(program.steps) != 1 or len(program.param_types) != 2:
-            return None
-        step = program.steps[0]
-        if step.operands in ((0, 1), (1, 0)) and step.info.opcode in (
-            "add", "multiply", "maximum", "minimum", "and", "or", "xor"
-        ):  # fmt: skip
-            return step.info.opcode
-        return None
+        steps = self.programs[computation].steps
+        return traits.reducer_kind(steps[0].info.op.parent) if len(steps) == 1 else None
 
     def comparator_kind(self, computation: str) -> tuple[str, str | None] | None:
         program = self.programs[computation]

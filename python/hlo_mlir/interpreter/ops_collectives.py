@@ -21,7 +21,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from hlo_mlir.interpreter.registry import TOKEN, Context, InterpreterError, OpView, Value, kernel
+from hlo_mlir.interpreter.registry import (
+    PRED_UFUNCS, REDUCER_UFUNCS, TOKEN, Context, InterpreterError, OpView, Value, kernel,
+)
 from hlo_mlir.types import ArrayType, HloType, TokenType, TupleType
 
 
@@ -101,10 +103,6 @@ def _arrays(op: OpView, args: list) -> list[np.ndarray]:
     return out
 
 
-_LOGICAL = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor,
-            "add": np.logical_or, "multiply": np.logical_and, "maximum": np.logical_or, "minimum": np.logical_and}
-_BITWISE = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
-_ARITH = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum}
 
 
 def _combine(op: OpView, ctx: Context, parts: list[np.ndarray]) -> np.ndarray:
@@ -115,7 +113,7 @@ def _combine(op: OpView, ctx: Context, parts: list[np.ndarray]) -> np.ndarray:
     dtype = parts[0].dtype
     kind = "add" if computation is None else ctx.reducer_kind(computation)
     if kind is not None:
-        fn = _LOGICAL[kind] if dtype == np.bool_ else _BITWISE.get(kind) or _ARITH[kind]
+        fn = PRED_UFUNCS[kind] if dtype == np.bool_ else REDUCER_UFUNCS[kind]
         acc = parts[0]
         with np.errstate(all="ignore"):
             for p in parts[1:]:

@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 
 from hlo_mlir.interpreter import numeric as nm
-from hlo_mlir.interpreter.registry import Context, InterpreterError, OpView, Value, kernel
+from hlo_mlir.interpreter.registry import PRED_UFUNCS, Context, InterpreterError, OpView, Value, kernel
 from hlo_mlir.types import ElementType
 
 
@@ -76,16 +76,6 @@ _INT_BINARY: dict[str, Callable[..., np.ndarray]] = {
     "xor": np.bitwise_xor,
 }
 
-_PRED_BINARY: dict[str, Callable[..., np.ndarray]] = {
-    "add": np.logical_or,
-    "multiply": np.logical_and,
-    "maximum": np.logical_or,
-    "minimum": np.logical_and,
-    "and": np.logical_and,
-    "or": np.logical_or,
-    "xor": np.logical_xor,
-}
-
 _FLOAT_BINARY: dict[str, Callable[..., np.ndarray]] = {
     "add": np.add,
     "subtract": np.subtract,
@@ -134,7 +124,7 @@ def binary(op: OpView, args: list, ctx: Context) -> Value:
     name = op.opcode
     with np.errstate(all="ignore"):
         if et.is_pred:
-            fn = _PRED_BINARY.get(name)
+            fn = PRED_UFUNCS.get(name)
             if fn is None:
                 raise InterpreterError(op, "not defined on pred")
             return nm.result(op, fn(a, b))

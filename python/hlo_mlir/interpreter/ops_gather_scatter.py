@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from hlo_mlir.interpreter import numeric as nm
-from hlo_mlir.interpreter.registry import Context, OpView, Value, kernel
+from hlo_mlir.interpreter.registry import PRED_UFUNCS, REDUCER_UFUNCS, Context, OpView, Value, kernel
 from hlo_mlir.types import ArrayType, ElementType, TupleType
 
 
@@ -111,32 +111,14 @@ def _occurrence(flat: np.ndarray) -> np.ndarray:
     return occ
 
 
-_AT_UFUNCS = {
-    "add": np.add,
-    "multiply": np.multiply,
-    "maximum": np.maximum,
-    "minimum": np.minimum,
-    "and": np.bitwise_and,
-    "or": np.bitwise_or,
-    "xor": np.bitwise_xor,
-}
 _BITWISE = (np.bitwise_and, np.bitwise_or, np.bitwise_xor)
-_PRED_AT_UFUNCS = {
-    "add": np.logical_or,
-    "multiply": np.logical_and,
-    "maximum": np.logical_or,
-    "minimum": np.logical_and,
-    "and": np.logical_and,
-    "or": np.logical_or,
-    "xor": np.logical_xor,
-}
 
 
 def _combine_fast(kind: str, out: np.ndarray, flat: np.ndarray, upd: np.ndarray, is_float: bool) -> bool:
     """In-place `out.flat[flat] = kind(out.flat[flat], upd)` applied in order; False if
     `kind` has no ufunc here.  Float max/min fix the sign of zero results afterwards
     (XLA orders -0 < +0; NumPy keeps the first of equal operands)."""
-    table = _PRED_AT_UFUNCS if out.dtype == np.bool_ else _AT_UFUNCS
+    table = PRED_UFUNCS if out.dtype == np.bool_ else REDUCER_UFUNCS
     ufunc = table.get(kind)
     if ufunc is None or (not np.issubdtype(out.dtype, np.integer) and ufunc in _BITWISE):
         return False

@@ -21,19 +21,9 @@ import numpy as np
 
 from hlo_mlir.attr_types import Window
 from hlo_mlir.interpreter.ops_dot_conv import wrap_int
-from hlo_mlir.interpreter.registry import Context, InterpreterError, OpView, kernel
+from hlo_mlir.interpreter.registry import PRED_UFUNCS, REDUCER_UFUNCS, Context, InterpreterError, OpView, kernel
 from hlo_mlir.types import BY_DTYPE, ArrayType, HloType, TupleType
 
-_UFUNCS: dict[str, np.ufunc] = {
-    "add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum,
-    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-}
-# pred arithmetic as XLA evaluates it: + is OR, * is AND.
-_PRED_UFUNCS: dict[str, np.ufunc] = {
-    "add": np.logical_or, "multiply": np.logical_and, "maximum": np.logical_or,
-    "minimum": np.logical_and, "and": np.logical_and, "or": np.logical_or,
-    "xor": np.logical_xor,
-}
 _IDEMPOTENT = {np.maximum, np.minimum, np.bitwise_and, np.bitwise_or, np.logical_and,
                np.logical_or}
 
@@ -54,12 +44,12 @@ def _ufunc(kind: str | None, dtype: np.dtype) -> np.ufunc | None:
         return None
     k = _kind_of(dtype)
     if k == "pred":
-        return _PRED_UFUNCS.get(kind)
+        return PRED_UFUNCS.get(kind)
     if kind in ("and", "or", "xor") and k != "int":
         return None
     if kind in ("maximum", "minimum") and k == "complex":
         return None
-    return _UFUNCS.get(kind)
+    return REDUCER_UFUNCS.get(kind)
 
 
 def _order_sensitive(kind: str, dtype: np.dtype) -> bool:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Protocol, Sequence, Union
 import numpy as np
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
+from hlo_mlir.dialects.traits import PRED_ARITHMETIC
 from hlo_mlir.types import HloType
 
 
@@ -26,6 +27,14 @@ TOKEN = Token()
 
 # An HLO runtime value: an array, a token, or a (nested) tuple of values.
 Value = Union[np.ndarray, Token, tuple]
+
+# The ufunc of each reducer opcode (traits.REDUCERS) on numbers, and on pred (traits.PRED_ARITHMETIC).
+REDUCER_UFUNCS: dict[str, np.ufunc] = {
+    "add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+}  # fmt: skip
+_LOGICAL = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
+PRED_UFUNCS: dict[str, np.ufunc] = {opcode: _LOGICAL[logic] for opcode, logic in PRED_ARITHMETIC.items()}
 
 
 class OpView(Protocol):
