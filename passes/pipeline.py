@@ -89,7 +89,7 @@ def parse_pipeline(text: str) -> list[Step]:
                 raise HloError(f"malformed option '{opt}' of pass '{p.group(1)}': expected key=value")
             k, v = opt.split("=", 1)
             options[k] = v
-        lookup(p.group(1))
+        lookup(p.group(1)).check_options(options)
         steps.append(Step(p.group(1), options))
     return steps
 

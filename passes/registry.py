@@ -25,6 +25,14 @@ class PassInfo:
     name: str
     module: str  # under hlo_mlir.passes
     description: str
+    options: tuple[str, ...] = ()  # the option keys `name{key=value}` takes; any other key is an error
+
+    def check_options(self, options: Mapping[str, str]) -> None:
+        """An option the pass does not take is an error naming the pass, the option and the ones it takes."""
+        for key in options:
+            if key not in self.options:
+                takes = f"it takes {', '.join(self.options)}" if self.options else "it takes no options"
+                raise HloError(f"pass '{self.name}' has no option '{key}'; {takes}")
 
     def load(self) -> PassFn:
         return importlib.import_module(f"hlo_mlir.passes.{self.module}").run  # type: ignore[no-any-return]
@@ -38,7 +46,7 @@ PASSES: dict[str, PassInfo] = {
         PassInfo("inline", "inline", "replace each call by the body of the computation it calls"),
         PassInfo("tuple-simplify", "tuple_simplify", "fold get-tuple-element of tuple and tuple of its own elements"),
         PassInfo("constant-fold", "constant_fold", "evaluate instructions of constants with the interpreter"
-                 " (option size-limit=N elements, default 65536)"),
+                 " (option size-limit=N elements, default 65536)", options=("size-limit",)),
         PassInfo("algebraic-simplify", "algebraic_simplify", "algebraic identities and no-op removal in the spirit"
                  " of XLA's AlgebraicSimplifier"),
         PassInfo("reshape-simplify", "reshape_simplify", "cancel reshape/bitcast chains whose composed indexing map"

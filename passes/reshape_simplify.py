@@ -17,7 +17,6 @@ from mlir import ir
 
 from hlo_mlir.analysis import IndexingMap, compose, output_to_input_maps
 from hlo_mlir.analysis.dialect import clear_cache
-from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import edit, opcode_of
 from hlo_mlir.types import ArrayType
 
@@ -74,8 +73,6 @@ def _simplify(op: ir.Operation, names: edit.Names) -> bool:
 
 
 def run(module: ir.Module, options: Mapping[str, str]) -> bool:
-    if options:
-        raise HloError(f"pass 'reshape-simplify' takes no options (got {', '.join(options)})")
     names = edit.Names(module)
     changed_any, changed = False, True
     while changed:
