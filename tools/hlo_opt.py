@@ -10,12 +10,14 @@ from hlo_mlir.tools.common import guarded, read_input, write_output
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.module import Module, load
 
-EMITS = ("hlo", "mlir", "linalg", "loops", "llvm", "llvm-ir")  # the last four: passes.lower_to_llvm.STAGES
+LOWERINGS = ("linalg", "loops", "llvm", "llvm-ir")  # passes.lower_to_llvm.STAGES
+EMITS = ("hlo", "mlir", "stablehlo", *LOWERINGS)
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hlo-opt", description=__doc__)
-    p.add_argument("input", nargs="?", default="-", help="HLO text or .mlir file; '-' reads stdin")
+    p.add_argument("input", nargs="?", default="-",
+                   help="HLO text, hlo-dialect or StableHLO .mlir file; '-' reads stdin")
     p.add_argument("-o", dest="output", default="-", help="output file (default stdout)")
     p.add_argument("--emit", choices=EMITS, default="hlo", help="output form")
     p.add_argument("--verify", action=argparse.BooleanOptionalAction, default=True,
@@ -77,7 +79,11 @@ def _process(text: str, filename: str, args: argparse.Namespace) -> str:
         return indexing_report(module.mlir, args.print_indexing_maps or None, args.indexing_map_format)
     if args.emit == "mlir":
         return module.to_mlir(debug_info=args.mlir_print_debuginfo)
-    if args.emit not in ("hlo", "mlir"):
+    if args.emit == "stablehlo":
+        from hlo_mlir.frontend.stablehlo import hlo_to_stablehlo
+
+        return hlo_to_stablehlo(module.to_hlo())
+    if args.emit in LOWERINGS:
         from hlo_mlir.passes.lower_to_llvm import emit
 
         return emit(module, args.emit, text)

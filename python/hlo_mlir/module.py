@@ -14,6 +14,7 @@ from hlo_mlir.frontend.exporter import export_module
 from hlo_mlir.frontend.ir_gen import import_module
 from hlo_mlir.frontend.mlir_input import check_module
 from hlo_mlir.frontend.parser import parse
+from hlo_mlir.frontend.stablehlo import is_stablehlo_module, looks_like_stablehlo, stablehlo_to_hlo
 
 
 class Module:
@@ -97,17 +98,25 @@ def _looks_like_mlir(text: str, filename: str) -> bool:
 
 
 def load(source: str | Path, filename: str | None = None, verify: bool = True) -> Module:
-    """Parse HLO text (or `hlo`-dialect MLIR) from a path or a string; `verify` checks shape rules."""
+    """Parse HLO text, `hlo`-dialect MLIR or StableHLO MLIR from a path or a string; `verify` checks shape rules."""
     text, name = _read(source)
     name = filename or name
     ctx = new_context()
     with ctx, ir.Location.unknown():
+        if is_stablehlo_module(text):
+            text, name = stablehlo_to_hlo(text, name), f"{name} (as HLO, translated by XLA)"
         if _looks_like_mlir(text, name):
             parsed = _parse_mlir(text, name)
             check_module(parsed, name, text)
             module = Module(parsed, ctx, name, text)
         else:
-            tree = parse(text, name)
+            try:
+                tree = parse(text, name)
+            except HloError as e:
+                if looks_like_stablehlo(text):
+                    raise HloError(f"{e.message} (this looks like StableHLO MLIR, which is read as such when "
+                                   "the text starts with 'module' or 'func.func')", e.loc, e.source) from None
+                raise
             module = Module(import_module(tree, text, name), ctx, name, text)
     if verify:
         module.verify()

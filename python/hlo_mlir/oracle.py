@@ -37,7 +37,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 __all__ = ["XlaError", "xla_available", "run_xla", "run_xla_inprocess", "xla_canonical_text",
-           "random_inputs_for"]
+           "random_inputs_for", "stablehlo_to_hlo", "hlo_to_stablehlo", "run_stablehlo"]
 
 _TOKEN = np.zeros((0,), np.bool_)
 
@@ -128,8 +128,8 @@ def _expand_bitcast(op: Any, ir: Any, hlo: Any) -> Any:
         return hlo.transpose(out, ir.DenseI64ArrayAttr.get([res_m2m.index(d) for d in range(res.rank)]))
 
 
-def _to_compilable(module: Any) -> bytes:
-    """StableHLO bytecode for a parsed module, with fusions and bitcasts made logical.
+def _to_compilable(module: Any, binary: bool = True) -> bytes | str:
+    """StableHLO for a parsed module (bytecode, or text if not `binary`), fusions and bitcasts made logical.
 
     The HLO->StableHLO conversion drops fusion backend_configs and layouts, so
     optimized modules would otherwise crash or be miscompiled by XLA.
@@ -163,7 +163,7 @@ def _to_compilable(module: Any) -> bytes:
                 for result, value in zip(op.results, ret.operands):
                     result.replace_all_uses_with(value)
             op.erase()
-        return mod.operation.get_asm(binary=True)
+        return mod.operation.get_asm(binary=binary)
 
 
 @functools.lru_cache(maxsize=32)
@@ -224,11 +224,55 @@ def _leaves_inprocess(hlo_text: str) -> list[_Leaf]:
     return _signature(_parse(hlo_text))[0]
 
 
+def _stablehlo_to_hlo_inprocess(mlir_text: str) -> str:
+    """XLA's translation of StableHLO text to HLO text (large constants printed in full)."""
+    from jax._src.lib import _jax
+
+    try:
+        computation = _jax.mlir.mlir_module_to_xla_computation(mlir_text, use_tuple_args=False, return_tuple=False)
+    except Exception as e:
+        raise XlaError(str(e)) from None
+    return computation.as_hlo_text(print_large_constants=True)
+
+
+def _hlo_to_stablehlo_inprocess(hlo_text: str) -> str:
+    text = _to_compilable(_parse(hlo_text), binary=False)
+    assert isinstance(text, str)
+    return text
+
+
+@functools.lru_cache(maxsize=8)
+def _compile_stablehlo(mlir_text: str) -> Any:
+    from jax._src.lib import _jax
+
+    client, devices = _cpu()
+    try:
+        return client.compile_and_load(mlir_text, devices[:1], _jax.CompileOptions())
+    except Exception as e:
+        raise XlaError(str(e)) from None
+
+
+def _run_stablehlo_inprocess(mlir_text: str, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Compile StableHLO text as XLA:CPU does for JAX (no detour through HLO text) and run it."""
+    import jax
+
+    exe = _compile_stablehlo(mlir_text)
+    _, devices = _cpu()
+    with jax.enable_x64(True):
+        buffers = [jax.device_put(np.asarray(a), devices[0]) for a in args]
+    try:
+        return [np.array(o) for o in exe.execute(buffers)]
+    except Exception as e:
+        raise XlaError(str(e)) from None
+
+
 # ---------------------------------------------------------------- worker process
 
 # Replies hold only builtins and NumPy objects: the worker runs this file as
 # __main__, so its own classes would not unpickle in the parent.
 _OPS = {"run": run_xla_inprocess, "canonical": _canonical_text_inprocess,
+        "stablehlo_to_hlo": _stablehlo_to_hlo_inprocess, "hlo_to_stablehlo": _hlo_to_stablehlo_inprocess,
+        "run_stablehlo": _run_stablehlo_inprocess,
         "leaves": lambda text: [tuple(leaf) for leaf in _leaves_inprocess(text)]}
 
 
@@ -344,6 +388,21 @@ def xla_canonical_text(hlo_text: str, isolated: bool = True) -> str:
     if isolated:
         return _worker.call("canonical", (hlo_text,), 120)
     return _canonical_text_inprocess(hlo_text)
+
+
+def stablehlo_to_hlo(mlir_text: str, timeout: float = 120) -> str:
+    """HLO text for StableHLO MLIR text, by XLA's own translation (in the worker process)."""
+    return _worker.call("stablehlo_to_hlo", (mlir_text,), timeout)
+
+
+def hlo_to_stablehlo(hlo_text: str, timeout: float = 120) -> str:
+    """Pretty-printed StableHLO MLIR for HLO text (fusions inlined, bitcasts made logical), by XLA."""
+    return _worker.call("hlo_to_stablehlo", (hlo_text,), timeout)
+
+
+def run_stablehlo(mlir_text: str, args: Sequence[np.ndarray], timeout: float = 120) -> list[np.ndarray]:
+    """Compile StableHLO MLIR text on XLA:CPU and run it (in the worker process); flat outputs."""
+    return _worker.call("run_stablehlo", (mlir_text, [np.asarray(a) for a in args]), timeout)
 
 
 def random_inputs_for(hlo_text: str, seed: int = 0, isolated: bool = True) -> list[np.ndarray]:

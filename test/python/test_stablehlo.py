@@ -1,0 +1,138 @@
+"""StableHLO text as JAX prints it: read by `load`/`hlo-opt`/`hlo-run` with XLA's results, and printed back.
+
+Why: most JAX users and bug reports hold `jax.jit(f).lower(...).as_text()`, not HLO. Every program of the
+JAX corpus (test/corpus/generate.py) is lowered to StableHLO here, read by us, run in the interpreter and
+compared with XLA compiling the very same StableHLO text; `--emit=stablehlo` output must compile in XLA
+to the same results as the module it came from.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+import hlo_mlir
+import jax.numpy as jnp
+from hlo_mlir import oracle
+from hlo_mlir.runtime.measure import compare
+from hlo_mlir.tools import hlo_opt, hlo_run
+
+_CORPUS = Path(__file__).resolve().parents[2] / "test" / "corpus"
+sys.path.insert(0, str(_CORPUS))
+import generate
+
+sys.path.remove(str(_CORPUS))
+
+
+def _stablehlo(name: str) -> str:
+    prog = generate.PROGRAMS[name]
+    with jax.enable_x64(prog.x64):
+        args = [generate.shape_struct(s) for s in prog.params]
+        jitted = jax.jit(prog.fn)
+        if prog.generic_lowering:
+            return jitted.trace(*args).lower(lowering_platforms=("tpu",)).as_text()
+        return jitted.lower(*args).as_text()
+
+
+def _assert_close(got: list, want: list, bound: float = 1e-3) -> None:
+    assert len(got) == len(want)
+    for err in compare(got, want, bound, bound):
+        assert err.ok, err
+
+
+@pytest.mark.parametrize("name", sorted(generate.PROGRAMS))
+def test_corpus_program_as_stablehlo_matches_xla(name: str) -> None:
+    text = _stablehlo(name)
+    module = hlo_mlir.load(text)
+    args = oracle.random_inputs_for(module.to_hlo())
+    _assert_close(module.run(*args), oracle.run_stablehlo(text, args))
+
+
+@pytest.mark.parametrize("name", sorted(generate.PROGRAMS))
+def test_emit_stablehlo_compiles_in_xla_to_the_same_results(name: str, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    hlo_text = (_CORPUS / f"{name}.hlo").read_text()
+    path = tmp_path / "m.hlo"
+    path.write_text(hlo_text)
+    assert hlo_opt.main([str(path), "--emit=stablehlo"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"module @{hlo_text.split()[1].rstrip(',')} ") and "= stablehlo." in printed
+    args = oracle.random_inputs_for(hlo_text)
+    _assert_close(oracle.run_stablehlo(printed, args), oracle.run_xla(hlo_text, args), 1e-5)
+
+
+@pytest.mark.parametrize("name", ["mlp_forward", "while_loop", "cond_switch"])
+def test_hlo_run_jit_on_stablehlo_file(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / f"{name}.mlir"
+    text = _stablehlo(name)
+    path.write_text(text)
+    args = oracle.random_inputs_for(hlo_mlir.load(text).to_hlo(), seed=3)
+    np.savez(tmp_path / "in.npz", **{f"arg{i}": a for i, a in enumerate(args)})
+    assert hlo_run.main([str(path), "--inputs", str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "out.npz")]) == 0
+    out = np.load(tmp_path / "out.npz")
+    _assert_close([out[f"out{i}"] for i in range(len(out.files))], oracle.run_stablehlo(text, args))
+
+
+def _lower(f: object, *args: object) -> str:
+    return jax.jit(f).lower(*args).as_text()
+
+
+def test_composite_call_and_backend_config_kept() -> None:
+    def f(x: jax.Array) -> jax.Array:
+        y = jax.lax.composite(lambda v: jnp.tanh(v) * 2, name="my.tanh2")(x)
+        return jax.lax.cond(x[0] > 0, jnp.sin, jnp.cos, y)
+
+    x = np.linspace(-1, 1, 8, dtype=np.float32)
+    text = _lower(f, x)
+    assert "stablehlo.composite" in text and "stablehlo.case" in text
+    module = hlo_mlir.load(text)
+    hlo = module.to_hlo()
+    assert "is_composite=true" in hlo and 'composite.name="my.tanh2"' in hlo
+    _assert_close(module.run(x), oracle.run_stablehlo(text, [x]))
+
+
+def test_custom_call_backend_config_dictionary_and_sharding_kept() -> None:
+    text = """module @m attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<4xf32> {mhlo.sharding = "{replicated}"}) -> (tensor<4xf32> {jax.result_info = "result"}) {
+    %0 = stablehlo.custom_call @Sharding(%arg0) {backend_config = "", mhlo.sharding = "{replicated}"} : (tensor<4xf32>) -> tensor<4xf32>
+    %1 = stablehlo.custom_call @my_target(%0) {api_version = 4 : i32, backend_config = {index = 3 : i64, name = "x"}} : (tensor<4xf32>) -> tensor<4xf32>
+    return %1 : tensor<4xf32>
+  }
+}
+"""
+    hlo = hlo_mlir.load(text).to_hlo()
+    assert "sharding={replicated}" in hlo
+    assert 'custom_call_target="my_target"' in hlo and "backend_config={index = 3 : i64, name = \"x\"}" in hlo
+
+
+def test_syntax_error_points_into_the_stablehlo_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = _stablehlo("mlp_forward").replace("%3 = stablehlo.add", "%3 = stablehlo.addx")
+    path = tmp_path / "bad.mlir"
+    path.write_text(text)
+    assert hlo_opt.main([str(path)]) == 1
+    err = capsys.readouterr().err
+    line = text.splitlines().index(next(s for s in text.splitlines() if "stablehlo.addx" in s)) + 1
+    assert err.startswith(f"{path}:{line}:10: error: custom op 'stablehlo.addx' is unknown\n")
+    assert err.rstrip().endswith("^")
+
+
+def test_stablehlo_without_module_header_is_recognised() -> None:
+    text = "// from a bug report\n" + _stablehlo("softmax")
+    assert hlo_mlir.load(text).to_hlo().startswith("HloModule jit_softmax,")
+
+
+def test_stablehlo_reaching_the_hlo_parser_gets_a_hint() -> None:
+    body = "\n".join(line for line in _stablehlo("mlp_forward").splitlines() if "func.func" not in line)
+    with pytest.raises(hlo_mlir.HloError, match="this looks like StableHLO MLIR"):
+        hlo_mlir.load("HloModule m\n" + body)
+
+
+def test_without_jax_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(oracle, "xla_available", lambda: False)
+    with pytest.raises(hlo_mlir.HloError, match=r"is StableHLO MLIR: reading StableHLO needs jax and jaxlib"):
+        hlo_mlir.load(_stablehlo("softmax"))
