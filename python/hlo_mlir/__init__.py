@@ -3,13 +3,17 @@
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.module import Module, load
 
-__all__ = ["Builder", "HloError", "Module", "load"]
+__all__ = ["Builder", "HloError", "Module", "from_jax", "jit", "load"]
 
 
 def __getattr__(name: str) -> object:
-    """`hlo_mlir.Builder` without importing the builder package at startup."""
+    """`hlo_mlir.Builder`, `from_jax`, `jit` without importing their modules at startup."""
     if name == "Builder":
         from hlo_mlir.builder import Builder
 
         return Builder
+    if name in ("from_jax", "jit"):
+        from hlo_mlir import jax_bridge
+
+        return getattr(jax_bridge, name)
     raise AttributeError(f"module 'hlo_mlir' has no attribute {name!r}")
