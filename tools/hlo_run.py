@@ -38,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, metavar="N",
                    help="threads for the compiled code's parallel loops (default: HLO_MLIR_NUM_THREADS, else every core)")
     p.add_argument("--replicas", type=int, default=1, help="run N replicas in one process")
+    p.add_argument("--denormals", choices=("flush", "keep"), default="flush",
+                   help="flush (the default) treats subnormal f32/f64 values as XLA:CPU does (read as zero, results "
+                        "flushed to zero); keep computes with them (IEEE)")
     p.add_argument("--verify", action=argparse.BooleanOptionalAction, default=True,
                    help="check shape rules before running (default on)")
     p.add_argument("--infeed", metavar="FILE.npz",
@@ -71,7 +74,8 @@ def _check_timing_options(args: argparse.Namespace) -> None:
         raise io.HloError(f"--bench needs a run count of at least 1, got {args.bench}")
     timing = "--profile" if args.profile else "--bench" if args.bench else None
     ignored = [flag for flag, on in (("--outputs", args.outputs), ("--print", args.print),
-                                     ("--compare", args.compare), ("--outfeed", args.outfeed)) if on]
+                                     ("--compare", args.compare), ("--outfeed", args.outfeed),
+                                     ("--denormals=keep", args.denormals == "keep")) if on]
     if timing and ignored:
         raise io.HloError(f"{timing} times the runs and reports no results: drop {', '.join(ignored)} "
                           "(or run without it)")
@@ -121,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         outfeed: list = []
         try:
             results = module.run(*inputs, backend=args.backend, replicas=args.replicas, infeed=infeed,
-                                 outfeed=outfeed)
+                                 outfeed=outfeed, denormals=args.denormals)
         finally:
             if args.outfeed:  # also after a failure: what was sent before it
                 for r, sent in enumerate([outfeed] if args.replicas == 1 else outfeed):
@@ -136,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.outputs:
                 io.save_outputs(args.outputs if args.replicas == 1 else args.outputs.replace(".npz", f".{r}.npz"), values)
         if args.compare:
-            others = module.run(*inputs, backend=args.compare, replicas=args.replicas, infeed=infeed)
+            others = module.run(*inputs, backend=args.compare, replicas=args.replicas, infeed=infeed,
+                                denormals=args.denormals)
             for r, (got, want) in enumerate(zip(per_replica, others if args.replicas > 1 else [others])):
                 if args.replicas > 1:
                     print(f"replica {r}:")

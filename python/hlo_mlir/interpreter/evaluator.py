@@ -21,7 +21,7 @@ from hlo_mlir.dialects import BY_OP_NAME, from_mlir_type, traits
 from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.dialects.traits import ELEMENTWISE
 from hlo_mlir.frontend.ir_gen import ASYNC_WRAPPED, NAME, SHAPE
-from hlo_mlir.interpreter import dynamic_sizes
+from hlo_mlir.interpreter import denormals, dynamic_sizes
 from hlo_mlir.interpreter.registry import KERNELS, InterpreterError, Kernel, Value
 from hlo_mlir.types import ArrayType, HloType, TupleType
 
@@ -151,7 +151,7 @@ def compile_function(fn: ir.Operation) -> Program:
             kernel = _wrapped_start(info, ir.StringAttr(op.attributes[ASYNC_WRAPPED]).value)
         if kernel is None:
             raise HloError(f"{info.location}: error: the interpreter has no kernel for {meta.opcode} '{info.name}'")
-        steps.append(Step(info, kernel, tuple(slots[v] for v in op.operands)))
+        steps.append(Step(info, denormals.wrap(info, kernel), tuple(slots[v] for v in op.operands)))
         slots[op.results[0]] = len(block.arguments) + len(steps) - 1
     params = tuple(from_mlir_type(a.type) for a in block.arguments)
     return Program(name, params, tuple(names), steps, result, {s.info.opcode for s in steps})
@@ -170,6 +170,8 @@ def _wrapped_start(info: OpInfo, wrapped: str) -> Kernel | None:
 
 class Interpreter:
     """Runs the computations of one module (implements registry.Context for kernels)."""
+
+    flush_denormals = True  # XLA:CPU's DAZ/FTZ (interpreter.denormals); run_module's `denormals="keep"` clears it
 
     def __init__(self, module: ir.Module, replica_id: int = 0, num_replicas: int = 1, partition_id: int = 0,
                  services: Any = None) -> None:  # fmt: skip

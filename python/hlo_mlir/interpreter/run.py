@@ -10,6 +10,7 @@ import numpy as np
 
 import hlo_mlir.interpreter  # noqa: F401  (registers the kernels)
 from hlo_mlir.diagnostics import HloError
+from hlo_mlir.interpreter.denormals import flushes
 from hlo_mlir.interpreter.evaluator import Interpreter
 from hlo_mlir.interpreter.registry import InterpreterError, Token, Value
 
@@ -129,7 +130,7 @@ class Services:
 
 
 def run_module(module: Any, args: list[Any], replicas: int = 1, infeed: Any = (),
-               outfeed: list | None = None) -> list[Any]:
+               outfeed: list | None = None, denormals: str = "flush") -> list[Any]:
     """Execute the entry computation.
 
     With replicas == 1 the result is the flattened outputs; with replicas > 1 `args` are shared by
@@ -140,12 +141,17 @@ def run_module(module: Any, args: list[Any], replicas: int = 1, infeed: Any = ()
       replica its own queue instead.
     outfeed: a list to receive what `outfeed` instructions send: the values in order when
       replicas == 1, otherwise one list of values per replica.
+    denormals: "flush" (default) treats subnormal floats as XLA:CPU does (inputs of arithmetic read as
+      zero, results flushed: see interpreter.denormals); "keep" computes with them (IEEE).
     """
+    flush = flushes(denormals)
     if not isinstance(replicas, int) or replicas < 1:
         raise HloError(f"replicas must be an integer of at least 1, got {replicas!r}")
     with module.context:
         services = Services(replicas, infeed)
         interps = [Interpreter(module.mlir, r, replicas, 0, services) for r in range(replicas)]
+        for interp in interps:
+            interp.flush_denormals = flush
         try:
             results = on_replicas(services, lambda r: [_finish(v) for v in flatten(_run(interps[r], args, module))])
         finally:

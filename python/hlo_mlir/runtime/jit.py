@@ -18,8 +18,9 @@ import functools
 import re
 import time
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -64,6 +65,8 @@ class Compiled:
     kernels: dict = field(default_factory=dict)  # `k<N>` (kernel call site) -> HLO instruction names (--profile)
     _fn: Any = None
     _free: Any = None
+    _fp_enter: Any = None  # support.c's hlo_mlir_fp_enter/exit: the denormal mode around a call
+    _fp_exit: Any = None
     _result_struct: Any = None
     _arg_layouts: list = field(default_factory=list)  # per parameter: (dtype, shape, descriptor, shape, strides)
     _result_layouts: list = field(default_factory=list)  # per result: (storage dtype, shape, elements, dtype)
@@ -75,6 +78,9 @@ class Compiled:
 
         self._fn = native.entry_point(self.lib, self.entry)
         self._free = native.free_function(self.lib)
+        self._fp_enter, self._fp_exit = self.lib.hlo_mlir_fp_enter, self.lib.hlo_mlir_fp_exit
+        self._fp_enter.argtypes, self._fp_enter.restype = [ctypes.c_int], ctypes.c_uint
+        self._fp_exit.argtypes, self._fp_exit.restype = [ctypes.c_uint], None
         res_types = [_descriptor_type(len(t.dims)) for t in self.results]
         if len(res_types) > 1:
             self._result_struct = type("Results", (ctypes.Structure,),
@@ -121,7 +127,9 @@ class Compiled:
         checked = check_values(name, types, names, args)
         return [leaf for t, v in zip(types, checked) for leaf in _leaves(t, v)]
 
-    def __call__(self, *args: Any) -> list[np.ndarray]:
+    def __call__(self, *args: Any, flush_denormals: bool = True) -> list[np.ndarray]:
+        """Results of the entry function on flat arguments; `flush_denormals` runs it as XLA:CPU runs its
+        kernels (subnormal inputs read as zero, subnormal results flushed), False keeps IEEE behaviour."""
         if len(args) != len(self.params):
             raise HloError(f"jit: the entry computation takes {len(self.params)} array argument(s), got {len(args)}")
         keep: list[Any] = []
@@ -144,7 +152,11 @@ class Compiled:
             out = self._result_struct()
             descs = [out] if len(self.results) == 1 else [getattr(out, f"r{i}") for i in range(len(self.results))]
             ptrs = [ctypes.byref(out), *arg_ptrs]
-        self._fn(*ptrs)
+        saved = self._fp_enter(int(flush_denormals))
+        try:
+            self._fn(*ptrs)
+        finally:
+            self._fp_exit(saved)
         if self.host_callbacks:
             host.raise_pending()
         # A buffer the compiled code allocated for exactly one result becomes that NumPy array (freed with
@@ -274,27 +286,30 @@ def _compile(module: Any, text: str | None, key: str | None, profile: bool, thre
     return Compiled(lib, **meta, compile_ms=0.0, host_callbacks=tuple(callbacks.values()))
 
 
-def run(module: Any, args: Sequence[Any], replicas: int = 1, infeed: Any = (), outfeed: list | None = None) -> list:
+def run(module: Any, args: Sequence[Any], replicas: int = 1, infeed: Any = (), outfeed: list | None = None,
+        denormals: str = "flush") -> list:
     """Results of the entry computation, flattened depth-first like the interpreter's (tokens dropped).
 
-    `replicas`, `infeed`, `outfeed` mean what they mean for the interpreter (`run_module`): each replica
+    `replicas`, `infeed`, `outfeed`, `denormals` mean what they mean for the interpreter (`run_module`): each replica
     calls the compiled function on a thread of its own, and collectives, feeds and send/recv call back
     into the interpreter's kernels with the run's shared services.
     """
+    from hlo_mlir.interpreter.denormals import flushes
     from hlo_mlir.interpreter.run import Services, collect_outfeed, on_replicas
 
+    flush = flushes(denormals)
     if not isinstance(replicas, int) or replicas < 1:
         raise HloError(f"replicas must be an integer of at least 1, got {replicas!r}")
     compiled = compile_module(module)
     flat = compiled.flatten_arguments(args)
     if replicas == 1 and not compiled.host_callbacks:  # nothing can call back: no services, no thread
-        return compiled(*flat)
+        return compiled(*flat, flush_denormals=flush)
     services = Services(replicas, infeed)
 
     def replica(r: int) -> list[np.ndarray]:
         host.bind_replica(host.Replica(r, replicas, services))
         try:
-            return compiled(*flat)
+            return compiled(*flat, flush_denormals=flush)
         finally:
             host.bind_replica(None)
 

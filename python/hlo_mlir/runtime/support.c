@@ -115,3 +115,56 @@ void hlo_mlir_free(void *p) {
   }
   free(block);
 }
+
+/* Denormals: XLA:CPU runs its kernels with subnormal inputs read as zero and subnormal results flushed to
+ * zero (MXCSR DAZ and FTZ on x86, FPCR FZ on AArch64); `hlo_mlir_fp_enter(1)` does the same around a call
+ * of the compiled entry, `hlo_mlir_fp_enter(0)` clears both for IEEE behaviour. The mode is per thread: the
+ * calling thread's is restored by `hlo_mlir_fp_exit`, and the OpenMP workers (when this module's library
+ * brought the OpenMP runtime in) are set by a parallel region whenever the mode they run in changes. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#define FP_FLUSH_BITS 0x8040u /* FTZ | DAZ */
+static unsigned fp_get(void) { return _mm_getcsr(); }
+static void fp_set(unsigned mode) { _mm_setcsr(mode); }
+#elif defined(__aarch64__)
+#define FP_FLUSH_BITS (1u << 24) /* FPCR.FZ */
+static unsigned fp_get(void) {
+  uint64_t r;
+  __asm__ volatile("mrs %0, fpcr" : "=r"(r));
+  return (unsigned)r;
+}
+static void fp_set(unsigned mode) { __asm__ volatile("msr fpcr, %0" : : "r"((uint64_t)mode)); }
+#else
+#define FP_FLUSH_BITS 0u
+static unsigned fp_get(void) { return 0; }
+static void fp_set(unsigned mode) { (void)mode; }
+#endif
+
+typedef struct {
+  int32_t reserved_1, flags, reserved_2, reserved_3;
+  const char *psource;
+} omp_ident;
+typedef void (*omp_microtask)(int32_t *, int32_t *, ...);
+extern void __kmpc_fork_call(omp_ident *, int32_t, omp_microtask, ...) __attribute__((weak));
+
+static __thread int workers_flush = -1; /* the mode this thread's OpenMP team was last set to */
+
+static void set_worker_mode(int32_t *gtid, int32_t *btid, int flush) {
+  (void)gtid;
+  (void)btid;
+  unsigned mode = fp_get() & ~FP_FLUSH_BITS;
+  fp_set(flush ? mode | FP_FLUSH_BITS : mode);
+}
+
+unsigned hlo_mlir_fp_enter(int flush) {
+  unsigned saved = fp_get();
+  if (__kmpc_fork_call && workers_flush != flush) {
+    static omp_ident where = {0, 2, 0, 0, ";support.c;hlo_mlir_fp_enter;0;0;;"};
+    __kmpc_fork_call(&where, 1, (omp_microtask)set_worker_mode, flush);
+    workers_flush = flush;
+  }
+  fp_set(flush ? saved | FP_FLUSH_BITS : saved & ~FP_FLUSH_BITS);
+  return saved;
+}
+
+void hlo_mlir_fp_exit(unsigned saved) { fp_set(saved); }
