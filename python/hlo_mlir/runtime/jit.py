@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import re
 import time
 import weakref
@@ -30,6 +31,22 @@ from hlo_mlir.types import ArrayType
 
 _PROFILE_SLOTS = 65536  # HLO_MLIR_MAX_KERNELS in support.c
 _GLOBAL_SENTINEL = 0xDEADBEEF  # memref.get_global's "allocated" pointer
+
+
+def _memory_bytes() -> int:
+    """Physical memory plus swap: no allocation larger than this can succeed."""
+    total = 0
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith(("MemTotal:", "SwapTotal:")):
+                    total += int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        total = 0
+    return total or os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+_MEMORY_BYTES = _memory_bytes()
 
 
 @functools.cache
@@ -63,6 +80,7 @@ class Compiled:
     signature: tuple = ()  # (entry name, parameter types as in HLO (tuples unflattened), parameter names)
     from_cache: bool = False  # loaded from the on-disk cache (no code generation in this process)
     kernels: dict = field(default_factory=dict)  # `k<N>` (kernel call site) -> HLO instruction names (--profile)
+    root: str = ""  # the entry's ROOT instruction (named when a result cannot be allocated)
     _fn: Any = None
     _free: Any = None
     _fp_enter: Any = None  # support.c's hlo_mlir_fp_enter/exit: the denormal mode around a call
@@ -96,6 +114,17 @@ class Compiled:
             self._result_layouts.append((_storage_dtype(t), tuple(t.dims), int(np.prod(t.dims, dtype=np.int64)),
                                          np.dtype(t.element.dtype)))
         self._plain = bool(self.signature) and all(isinstance(t, Array) for t in self.signature[1])
+
+    def _check_result_sizes(self) -> None:
+        """The compiled code cannot report a failed allocation (it would write through a null pointer): results
+        that need more bytes than the machine has (memory and swap) are refused before the call."""
+        sizes = [n * dtype.itemsize for dtype, _, n, _ in self._result_layouts]
+        if not sizes or sum(sizes) <= _MEMORY_BYTES:
+            return
+        i = max(range(len(sizes)), key=sizes.__getitem__)
+        what = f"result {i} of the ROOT instruction '{self.root}'" if len(sizes) > 1 else f"the ROOT instruction '{self.root}'"
+        raise HloError(f"jit: {what} ({self.results[i]}) needs {sizes[i]} bytes ({sum(sizes)} for all results), "
+                       f"more than this machine's memory and swap ({_MEMORY_BYTES} bytes)")
 
     def profile(self) -> list[tuple[str, list[str], float, int]]:
         """(kernel call site `k<N>`, its HLO instructions, seconds, calls) for every site called since the last
@@ -132,6 +161,7 @@ class Compiled:
         kernels (subnormal inputs read as zero, subnormal results flushed), False keeps IEEE behaviour."""
         if len(args) != len(self.params):
             raise HloError(f"jit: the entry computation takes {len(self.params)} array argument(s), got {len(args)}")
+        self._check_result_sizes()
         keep: list[Any] = []
         arg_ptrs: list[Any] = []
         spans = []
@@ -220,6 +250,18 @@ def compile_module(module: Any, text: str | None = None, use_cache: bool = True,
     return compiled
 
 
+def _root_name(entry: Any) -> str:
+    """The name of the instruction the entry function returns."""
+    from mlir import ir
+
+    ops = entry.regions[0].blocks[0].operations
+    ret = ops[len(ops) - 1]
+    if not len(ret.operands) or isinstance(ret.operands[0].owner, ir.Block):
+        return "parameter"
+    owner = ret.operands[0].owner.operation
+    return ir.StringAttr(owner.attributes["hlo.name"]).value if "hlo.name" in owner.attributes else owner.name
+
+
 def _kernel_instructions(module: Any, locations: dict[str, list[str]]) -> dict[str, list[str]]:
     """Kernel call site -> names of the HLO instructions at its source locations."""
     from mlir import ir
@@ -263,6 +305,7 @@ def _compile(module: Any, text: str | None, key: str | None, profile: bool, thre
         hlo_params = [from_mlir_type(t) for t in ftype.inputs]
         meta = {
             "entry": name,
+            "root": _root_name(entry),
             "params": [a for t in hlo_params for a in leaves(t)],
             "results": [a for t in ftype.results for a in leaves(from_mlir_type(t))],
             "signature": (name, tuple(hlo_params), tuple(parameter_names(entry))),
