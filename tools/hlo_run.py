@@ -26,8 +26,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--print", action="store_true", help="print results as XLA literals")
     p.add_argument("--backend", choices=("interpreter", "jit"), default="jit",
                    help="jit (the default) compiles to native code; interpreter is the NumPy reference")
-    p.add_argument("--compare", choices=("interpreter",),
-                   help="also run on this backend and report per output the largest absolute/relative error")
+    p.add_argument("--compare", type=_compare_arg, metavar="interpreter|xla|interpreter,xla",
+                   help="also run on the interpreter and/or XLA:CPU (needs jax) and report per output the largest "
+                        "absolute/relative error")
+    p.add_argument("--isolate", metavar="A,B",
+                   help="run each entry instruction alone on backends A and B (jit, interpreter, xla) with the same "
+                        "operands; print the first that differs beyond the bounds (then exit 1)")
     p.add_argument("--abs-error-bound", type=float, default=1e-3, help="--compare fails beyond this (default 1e-3)")
     p.add_argument("--rel-error-bound", type=float, default=1e-3, help="--compare fails beyond this (default 1e-3)")
     p.add_argument("--bench", type=int, metavar="N", help="run N times; last line 'compile_ms=... run_ms_median=...'")
@@ -49,6 +53,29 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--outfeed", metavar="FILE.npz",
                    help="write what outfeed instructions sent (keys out0, out1, ...; FILE.<r>.npz per replica)")
     return p
+
+
+def _compare_arg(text: str) -> str:
+    from hlo_mlir.isolate import parse_compare
+
+    try:
+        return parse_compare(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected interpreter, xla or interpreter,xla; got '{text}'") from None
+
+
+def _compare_with_xla(module: object, inputs: list, results: list, args: argparse.Namespace) -> None:
+    """--compare with xla (one device): every named backend against this run's results."""
+    from hlo_mlir.isolate import compare_backends
+
+    if args.replicas != 1 or args.infeed:
+        raise io.HloError("--compare xla runs one device without infeed: drop --replicas/--infeed")
+    lines, bad = compare_backends(module, inputs, results, args.compare.split(","), args.abs_error_bound,
+                                  args.rel_error_bound, denormals=args.denormals)
+    print("\n".join(lines))
+    if bad:
+        raise io.HloError(f"--compare {args.compare}: {', '.join(bad)} beyond the error bounds "
+                          f"(abs {args.abs_error_bound:g}, rel {args.rel_error_bound:g})")
 
 
 def _replica_path(path: str, r: int) -> str:
@@ -109,6 +136,15 @@ def main(argv: list[str] | None = None) -> int:
             if args.threads < 1:
                 raise io.HloError(f"--threads must be at least 1, got {args.threads}")
             os.environ["HLO_MLIR_NUM_THREADS"] = str(args.threads)
+        if args.isolate:
+            from hlo_mlir.isolate import isolate, parse_backends, report
+
+            found = isolate(module, inputs, parse_backends(args.isolate), args.abs_error_bound, args.rel_error_bound)
+            print(report(found, args.abs_error_bound, args.rel_error_bound))
+            if found.mismatches:
+                raise io.HloError(f"--isolate {args.isolate}: instruction '{found.mismatches[0].name}' differs "
+                                  "beyond the error bounds")
+            return
         if args.profile:
             if args.backend != "jit" or args.replicas != 1:
                 raise io.HloError("--profile times the compiled kernels: it needs --backend jit and one replica")
@@ -139,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(io.format_value(io.unflatten(values, result_type), result_type))
             if args.outputs:
                 io.save_outputs(args.outputs if args.replicas == 1 else args.outputs.replace(".npz", f".{r}.npz"), values)
+        if args.compare and "xla" in args.compare.split(","):
+            _compare_with_xla(module, inputs, results, args)
+            return
         if args.compare:
             others = module.run(*inputs, backend=args.compare, replicas=args.replicas, infeed=infeed,
                                 denormals=args.denormals)
