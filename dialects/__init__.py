@@ -19,6 +19,16 @@ from hlo_mlir.types import BY_HLO, BY_MLIR, DYNAMIC, ArrayType, HloType, OpaqueT
 NAMESPACE = "hlo"
 VARIADIC_NAMESPACE = "hlo_v"
 
+# Discardable attributes the importer sets and every stage reads.
+MODULE_NAME = "hlo.module_name"
+MODULE_ATTRS = "hlo.attributes"  # HLO attributes of a module, computation or parameter
+NAME = "hlo.name"
+SHAPE = "hlo.shape"
+ELIDED = "hlo.elided"
+STACK_FRAMES = "hlo.stack_frames"
+POSITION = "hlo.position"  # a parameter's index among its computation's instructions
+ASYNC_WRAPPED = "hlo.async_wrapped"  # the opcode an async op written as `<opcode>-start` wraps
+
 
 @dataclass(frozen=True)
 class OpcodeInfo:

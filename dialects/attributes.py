@@ -14,7 +14,7 @@ from typing import Any
 from mlir import ir
 
 from hlo_mlir.attr_types import ConvDims, Window
-from hlo_mlir.frontend.syntax import Value
+from hlo_mlir.syntax import Value
 
 
 class AttrError(Exception):

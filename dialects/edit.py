@@ -11,13 +11,11 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from mlir import ir
 
-from hlo_mlir.dialects import OPCODES, from_mlir_type, opcode_of, to_mlir_type
+from hlo_mlir.dialects import NAME, OPCODES, POSITION, SHAPE, from_mlir_type, opcode_of, to_mlir_type
 from hlo_mlir.dialects.attributes import encode_value
 from hlo_mlir.dialects.traits import SIDE_EFFECTING
 from hlo_mlir.types import HloType
 
-NAME = "hlo.name"
-SHAPE = "hlo.shape"
 
 
 
@@ -246,8 +244,6 @@ def drop_parameter_positions(module: ir.Module) -> None:
     Those positions index the instruction list as parsed; once a pass has added or removed
     instructions they may point past a parameter's first user, so parameters are printed first.
     """
-    from hlo_mlir.frontend.ir_gen import POSITION
-
     for fn in functions(module).values():
         if "arg_attrs" not in fn.attributes:
             continue

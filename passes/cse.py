@@ -15,8 +15,7 @@ from typing import Any, Mapping
 
 from mlir import ir
 
-from hlo_mlir.dialects import edit
-from hlo_mlir.frontend.ir_gen import ELIDED
+from hlo_mlir.dialects import ELIDED, edit
 
 IGNORED = frozenset({edit.NAME, "metadata", "statistics"})
 

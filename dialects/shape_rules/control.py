@@ -116,8 +116,8 @@ def after_all(ops: Sequence[HloType], ctx: Ctx) -> HloType:
 def _check_operand_layouts(ops: Sequence[HloType], text: str) -> None:
     """operand_layout_constraints: one shape per operand, each with the operand's shape."""
     from hlo_mlir.dialects import split_top
-    from hlo_mlir.frontend.shapes import ShapeError as ShapeTextError
-    from hlo_mlir.frontend.shapes import parse_array_shape
+    from hlo_mlir.shape_text import ShapeError as ShapeTextError
+    from hlo_mlir.shape_text import parse_array_shape
 
     inner = text.strip()
     shapes = split_top(inner[1:-1], "([{", ")]}") if inner.startswith("{") and inner.endswith("}") else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, bufferization, scf
 
-from hlo_mlir.frontend.ir_gen import ASYNC_WRAPPED
+from hlo_mlir.dialects import ASYNC_WRAPPED
 from hlo_mlir.passes.convert_hlo_to_linalg.core import RULES, Rewriter, leaves, pred_load, rule, scalar_of, tensor_type
 from hlo_mlir.types import ArrayType, HloType, TupleType
 

@@ -12,13 +12,12 @@ from typing import Any
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import from_mlir_type, opcode_of, split_top
+from hlo_mlir.dialects import ASYNC_WRAPPED, from_mlir_type, opcode_of, split_top
 from hlo_mlir.dialects.attributes import KINDS, Comp, Comps, decode_all, kind_of
 from hlo_mlir.dialects.shape_rules import ShapeError, Signature, infer_result_type
 from hlo_mlir.dialects.shape_rules.common import compatible
-from hlo_mlir.frontend.ir_gen import ASYNC_WRAPPED
-from hlo_mlir.frontend.shapes import ShapeError as ShapeTextError
-from hlo_mlir.frontend.shapes import parse_array_shape
+from hlo_mlir.shape_text import ShapeError as ShapeTextError
+from hlo_mlir.shape_text import parse_array_shape
 from hlo_mlir.types import HloType, TupleType
 
 _LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)":(\d+):(\d+)')

@@ -12,7 +12,7 @@ import pytest
 
 import hlo_mlir
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.frontend import syntax as s
+from hlo_mlir import syntax as s
 from hlo_mlir.frontend.parser import GRAMMAR, TOKEN_WORDS, _lark, parse
 
 ROOT = Path(__file__).resolve().parents[2]

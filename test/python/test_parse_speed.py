@@ -15,7 +15,7 @@ import pytest
 from lark.exceptions import UnexpectedInput
 
 from hlo_mlir.frontend import fast_parser, parser
-from hlo_mlir.frontend import syntax as s
+from hlo_mlir import syntax as s
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted(

@@ -474,7 +474,7 @@ def test_inferred_shape_matches_xla(params: list[str], body: str, comps: str) ->
     from hlo_mlir.types import flatten
 
     probe = hlo_mlir.load(_entry(params, "f32[] constant(0)", comps), verify=False)
-    from hlo_mlir.frontend.shapes import parse_array_shape
+    from hlo_mlir.shape_text import parse_array_shape
 
     ops = []
     for p in params:
@@ -585,7 +585,7 @@ def _random_case(rng) -> tuple[list[str], str, str]:
 @pytest.mark.parametrize("seed", range(4))
 def test_random_cases_agree_with_xla(seed: int) -> None:
     """We accept exactly what XLA accepts, and infer the shape XLA computes."""
-    from hlo_mlir.frontend.shapes import parse_array_shape
+    from hlo_mlir.shape_text import parse_array_shape
     from hlo_mlir.types import flatten
 
     rng = np.random.default_rng(seed)

@@ -22,13 +22,12 @@ from mlir.dialects import func
 
 import hlo_mlir
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import edit, from_mlir_type, new_context, to_mlir_type
+from hlo_mlir.dialects import MODULE_NAME, NAME, SHAPE, edit, from_mlir_type, new_context, to_mlir_type
 from hlo_mlir.dialects.attributes import quote
 from hlo_mlir.dialects.shape_rules import ShapeError, Signature, infer_result_type
-from hlo_mlir.frontend.ir_gen import MODULE_NAME, NAME, SHAPE
 from hlo_mlir.frontend.literals import array_to_attr
-from hlo_mlir.frontend.shapes import ShapeError as TextShapeError
-from hlo_mlir.frontend.shapes import parse_array_shape, tuple_of
+from hlo_mlir.shape_text import ShapeError as TextShapeError
+from hlo_mlir.shape_text import parse_array_shape, tuple_of
 from hlo_mlir.module import Module
 from hlo_mlir.types import BY_DTYPE, BY_HLO, ArrayType, ElementType, HloType, TokenType, TupleType
 

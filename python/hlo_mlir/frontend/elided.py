@@ -9,8 +9,7 @@ import numpy as np
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects import from_mlir_type
-from hlo_mlir.frontend.ir_gen import ELIDED, NAME
+from hlo_mlir.dialects import ELIDED, NAME, from_mlir_type
 from hlo_mlir.frontend.literals import array_to_attr
 from hlo_mlir.types import ArrayType, HloType, TupleType
 from hlo_mlir.verifier import op_location

@@ -11,13 +11,15 @@ import itertools
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects import BY_OP_NAME, from_mlir_type
+from hlo_mlir.dialects import (
+    ASYNC_WRAPPED, BY_OP_NAME, ELIDED, MODULE_ATTRS, MODULE_NAME, NAME, POSITION, SHAPE, STACK_FRAMES,
+    from_mlir_type,
+)
 from hlo_mlir.dialects.attributes import COMP, COMPS, kind_of
 from hlo_mlir.frontend import opviews  # noqa: F401  (op wrapping without failed imports)
-from hlo_mlir.frontend.ir_gen import ASYNC_WRAPPED, ELIDED, MODULE_ATTRS, MODULE_NAME, NAME, POSITION, SHAPE, STACK_FRAMES
 from hlo_mlir.frontend.literals import attr_to_array, format_literal
 from hlo_mlir.frontend.parser import no_gc
-from hlo_mlir.frontend.shapes import strip_layouts
+from hlo_mlir.shape_text import strip_layouts
 from hlo_mlir.types import ArrayType, HloType, TupleType
 
 # XLA prints these after the op-specific attributes.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from hlo_mlir.frontend import syntax as s
+from hlo_mlir import syntax as s
 
 # The terminals of hlo.lark (test_parse_speed checks they are the grammar's).
 NAME = re.compile(s.NAME_RE)

@@ -21,26 +21,21 @@ from mlir import ir
 from mlir.dialects import func
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import OPCODES, OpcodeInfo, from_mlir_type, to_mlir_type
+from hlo_mlir.dialects import (
+    ASYNC_WRAPPED, ELIDED, MODULE_ATTRS, MODULE_NAME, NAME, OPCODES, POSITION, SHAPE, STACK_FRAMES, OpcodeInfo,
+    from_mlir_type, to_mlir_type,
+)
 from hlo_mlir.dialects.attributes import COMP, COMPS, KINDS, RAW, AttrError, kind_of
 from hlo_mlir.dialects.shape_rules import DECLARED_ONLY, ShapeError, Signature, infer_result_type
 from hlo_mlir.dialects.traits import RESULT_ACCURACY
 from hlo_mlir.frontend import opviews  # noqa: F401  (op wrapping without failed imports)
-from hlo_mlir.frontend import syntax as s
+from hlo_mlir import syntax as s
 from hlo_mlir.frontend.literals import LiteralError, array_to_attr, literal_to_array
 from hlo_mlir.frontend.parser import no_gc
-from hlo_mlir.frontend.shapes import ShapeError as ShapeTextError
-from hlo_mlir.frontend.shapes import has_layout_or_bounds, parse_array_shape
+from hlo_mlir.shape_text import ShapeError as ShapeTextError
+from hlo_mlir.shape_text import has_layout_or_bounds, parse_array_shape
 from hlo_mlir.types import ArrayType, HloType, TupleType
 
-MODULE_NAME = "hlo.module_name"
-MODULE_ATTRS = "hlo.attributes"  # HLO attributes of a module, computation or parameter
-NAME = "hlo.name"
-SHAPE = "hlo.shape"
-ELIDED = "hlo.elided"
-STACK_FRAMES = "hlo.stack_frames"
-POSITION = "hlo.position"  # a parameter's index among its computation's instructions
-ASYNC_WRAPPED = "hlo.async_wrapped"  # the opcode an async op written as `<opcode>-start` wraps
 
 
 # Deep enough for any real program; bounds the recursion on nested tuple shapes.

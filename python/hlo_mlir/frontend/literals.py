@@ -8,7 +8,7 @@ import re
 import numpy as np
 from mlir import ir
 
-from hlo_mlir.frontend.syntax import Literal
+from hlo_mlir.syntax import Literal
 from hlo_mlir.types import BY_HLO, ArrayType, ElementType
 
 _BOOL_WORDS = {"true": True, "false": False}

@@ -12,9 +12,8 @@ import re
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import from_mlir_type, opcode_of
+from hlo_mlir.dialects import MODULE_ATTRS, MODULE_NAME, NAME, SHAPE, STACK_FRAMES, from_mlir_type, opcode_of
 from hlo_mlir.dialects.attributes import Raw, kind_of
-from hlo_mlir.frontend.ir_gen import MODULE_ATTRS, MODULE_NAME, NAME, SHAPE, STACK_FRAMES
 
 _STRINGS = (NAME, SHAPE, MODULE_NAME, STACK_FRAMES)
 _LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)":(\d+):(\d+)')

@@ -26,7 +26,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from lark.lexer import Lexer, PatternRE, PatternStr
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.frontend import syntax as s
+from hlo_mlir import syntax as s
 from hlo_mlir.frontend.fast_parser import Fallback, parse_fast
 
 GRAMMAR = Path(__file__).with_name("hlo.lark")

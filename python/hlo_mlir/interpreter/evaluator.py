@@ -17,10 +17,9 @@ import numpy as np
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects import BY_OP_NAME, from_mlir_type, traits
+from hlo_mlir.dialects import ASYNC_WRAPPED, BY_OP_NAME, NAME, SHAPE, from_mlir_type, traits
 from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.dialects.traits import ELEMENTWISE
-from hlo_mlir.frontend.ir_gen import ASYNC_WRAPPED, NAME, SHAPE
 from hlo_mlir.interpreter import denormals, dynamic_sizes
 from hlo_mlir.interpreter.registry import KERNELS, InterpreterError, Kernel, Value
 from hlo_mlir.types import ArrayType, HloType, TupleType

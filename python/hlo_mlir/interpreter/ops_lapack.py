@@ -104,7 +104,7 @@ def result_layouts(op: OpView, n: int) -> list[tuple[int, ...] | None]:
     if mlir_op is not None:
         from mlir import ir
 
-        from hlo_mlir.frontend.ir_gen import SHAPE
+        from hlo_mlir.dialects import SHAPE
 
         if SHAPE in mlir_op.attributes:
             text = ir.StringAttr(mlir_op.attributes[SHAPE]).value

@@ -56,11 +56,10 @@ def _compiler_identity() -> str:
     """A digest of the package's Python sources and the LLVM tools: a changed compiler never hits."""
     import llvm
 
-    import hlo_mlir
-    from hlo_mlir import passes
+    from hlo_mlir import dialects, passes
 
     h = hashlib.sha256()
-    roots = [Path(hlo_mlir.__file__).parent, Path(passes.__file__).parent]
+    roots = [Path(__file__).parents[1], Path(dialects.__file__).parent, Path(passes.__file__).parent]
     for root in roots:
         for path in sorted(root.rglob("*.py")):
             h.update(str(path.relative_to(root)).encode())
