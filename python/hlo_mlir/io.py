@@ -7,19 +7,21 @@ import os
 import pickle
 import re
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from hlo_mlir.diagnostics import HloError
+from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.frontend.literals import format_literal
 from hlo_mlir.types import ArrayType, HloType, TokenType, TupleType, flatten
 
 
 def _entry_signature(module: Any) -> tuple[list[HloType], HloType]:
-    from hlo_mlir.dialects import from_mlir_type
     from mlir import ir
+
+    from hlo_mlir.dialects import from_mlir_type
 
     with module.context:
         funcs = [op.operation for op in module.mlir.body.operations]
@@ -63,11 +65,33 @@ def parse_literal_text(text: str, filename: str) -> Any:
     """`f32[2] {1, 2}` (XLA literal text) -> array, by evaluating it as an HLO constant."""
     from hlo_mlir.module import load
 
-    shape, _, literal = text.strip().partition(" ")
+    body = text.strip()
+    shape, _, literal = body.partition(" ")
     if not literal:
         raise HloError(f"{filename}: expected an XLA literal like 'f32[2] {{1, 2}}'")
-    module = load(f"HloModule literal\nENTRY e {{\n  ROOT c = {shape} constant({literal})\n}}\n", filename=filename)
+    head = "HloModule literal\nENTRY e {\n  ROOT c = "
+    module_text = f"{head}{shape} constant({literal})\n}}\n"
+    try:
+        module = load(module_text, filename=filename)
+    except HloError as e:
+        raise _in_literal_file(e, module_text, text, len(head), len(shape) + len(" constant(")) from None
     return module.run()[0]
+
+
+def _in_literal_file(e: HloError, module_text: str, text: str, shape_at: int, literal_at: int) -> HloError:
+    """`e`, reported in the module built around a literal file's text, moved to that file's line and column
+    (the end of the file when it points past the literal)."""
+    if e.loc is None:
+        return e
+    lines = module_text.split("\n")
+    offset = sum(len(line) + 1 for line in lines[: e.loc.line - 1]) + e.loc.col - 1 - shape_at
+    shape, _, literal = text.strip().partition(" ")
+    if offset >= literal_at:  # in the literal: past the separator in the file
+        offset = len(shape) + 1 + min(offset - literal_at, len(literal))
+    offset = max(0, min(offset, len(text.strip()))) + len(text) - len(text.lstrip())
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return HloError(e.message, SourceLocation(e.loc.file, line, col), text)
 
 
 def _read_npy(f: Any) -> np.ndarray:
@@ -133,6 +157,11 @@ def load_inputs(paths: Sequence[str], types: Sequence[HloType]) -> list[Any]:
         missing = [f"arg{i}" for i in range(len(types)) if f"arg{i}" not in data]
         if missing:
             raise HloError(f"{paths[0]}: missing input(s) {', '.join(missing)} (keys must be arg0, arg1, ...)")
+        extra = sorted(set(data) - {f"arg{i}" for i in range(len(types))})
+        if extra:
+            raise HloError(f"{paths[0]}: unexpected key(s) {', '.join(extra)}: the entry computation takes "
+                           f"{len(types)} argument(s), keyed arg0 .. arg{len(types) - 1}" if types else
+                           f"{paths[0]}: unexpected key(s) {', '.join(extra)}: the entry computation takes no arguments")
         return [as_element_type(data[f"arg{i}"], t) for i, t in enumerate(types)]
     if len(paths) != len(types):
         raise HloError(f"got {len(paths)} input file(s) for {len(types)} parameter(s): give one .npz, "

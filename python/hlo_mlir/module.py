@@ -78,6 +78,11 @@ def _is_path(source: str) -> bool:
 
 
 def _read(source: str | Path) -> tuple[str, str]:
+    if not isinstance(source, (str, Path)):
+        hint = (" (for a JAX function, hlo_mlir.from_jax(f, *example_args) lowers it to a Module)"
+                if callable(source) else "")
+        raise HloError("load takes a path, or HLO text or MLIR text as a string; got "
+                       f"{type(source).__name__} {source!r:.60}{hint}")
     if isinstance(source, Path) or _is_path(source):
         path = Path(source)
         try:

@@ -13,13 +13,12 @@ import random
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
-
-import numpy as np
-import pytest
 
 import hlo_mlir
+import numpy as np
+import pytest
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.passes.registry import PASSES
 from hlo_mlir.tools import hlo_opt, hlo_run
@@ -251,7 +250,7 @@ def test_mlir_input_mutations(tmp_path: Path) -> None:
 
 
 def _instruction_names(text: str) -> list[str]:
-    return re.findall(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=", text, flags=re.M)
+    return re.findall(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=", text, flags=re.MULTILINE)
 
 
 @pytest.mark.parametrize("fmt", ["document", "xla"])
@@ -314,13 +313,13 @@ def test_passes_on_mutants(tmp_path: Path) -> None:
 @pytest.mark.parametrize("text", [
     "", "\n\n", "HloModule", "HloModule m\nENTRY", "module {", "module {}", "func.func @f() {", "\x00\x01\x02",
     "HloModule m\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n" * 2,
-    'module {\n  func.func @main() -> tensor<f32> {\n    %0 = "hlo.add"() : () -> tensor<f32>\n'
-    "    return %0 : tensor<f32>\n  }\n}\n",
+    ('module {\n  func.func @main() -> tensor<f32> {\n    %0 = "hlo.add"() : () -> tensor<f32>\n'
+    "    return %0 : tensor<f32>\n  }\n}\n"),
     "HloModule m\nENTRY e {\n  ROOT p = " + "(" * 3000 + "f32[]" + ")" * 3000 + " parameter(0)\n}\n",
     "HloModule m\nENTRY e {\n  ROOT c = f32[1] constant(" + "{" * 3000 + "1" + "}" * 3000 + ")\n}\n",
     "HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT r = f32[] call(p), to_apply=e\n}\n",
-    "HloModule m\nENTRY e {\n  c = f32[] constant(1)\n"
-    "  ROOT b = f32[100000,100000,100000] broadcast(c), dimensions={}\n}\n",
+    ("HloModule m\nENTRY e {\n  c = f32[] constant(1)\n"
+    "  ROOT b = f32[100000,100000,100000] broadcast(c), dimensions={}\n}\n"),
 ])
 def test_degenerate_inputs(text: str, tmp_path: Path) -> None:
     rc, _, err = call(hlo_opt.main, ["-o", str(tmp_path / "out"), str(_write(tmp_path, text))])
@@ -380,7 +379,7 @@ def test_jit_huge_result_is_a_diagnostic(tmp_path: Path) -> None:
     path = _write(tmp_path, "HloModule m\nENTRY e {\n  c = f32[] constant(1)\n"
                             "  ROOT b = f32[100000,100000,100] broadcast(c), dimensions={}\n}\n")
     r = subprocess.run([sys.executable, "-m", "hlo_mlir.tools.hlo_run", str(path), "--backend", "jit"],
-                       capture_output=True, text=True, timeout=300)
+                       check=False, capture_output=True, text=True, timeout=300)
     check(r.returncode, r.stderr, "jit run of a 4 TB broadcast")
     assert r.returncode == 1
     assert "the ROOT instruction 'b' (f32[100000,100000,100]) needs 4000000000000 bytes" in r.stderr
@@ -407,6 +406,12 @@ ONE_PARAMETER = "HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n"
     ("missing.npy", "", "cannot read"),
     ("cut.txt", b"f32[2] {1, 2,", "error: unexpected ')'"),
     ("binary.txt", b"\xff\xfe", "binary.txt: expected an .npy file or XLA literal text, got binary data"),
+    ("f64.npy", np.zeros(2, np.float64), "argument 0 (parameter 'p'): expected element type f32 (float32), got float64"),
+    ("extra.npz", {"arg0": np.zeros(2, np.float32), "arg1": np.zeros(2, np.float32), "x": np.zeros(1)},
+     "extra.npz: unexpected key(s) arg1, x: the entry computation takes 1 argument(s), keyed arg0 .. arg0"),
+    ("f64.npz", {"arg0": np.zeros(2, np.float64)}, "expected element type f32 (float32), got float64"),
+    ("lines.txt", b"\n f32[2] {1,\n  zz}\n", "lines.txt:3:3: error: expected a number for f32, got 'zz'\n  zz}\n  ^"),
+    ("short.txt", b"f32[3] {1, 2}", "short.txt:1:8: error: literal does not match shape f32[3]"),
 ])
 def test_hlo_run_bad_input_files(name: str, content: object, message: str, tmp_path: Path) -> None:
     path = tmp_path / name
@@ -458,6 +463,10 @@ GOOD = (np.zeros((2, 3), np.float32), (np.int32(1), np.zeros(2, np.float32)))
     ((np.zeros((3, 2), np.float32), GOOD[1]), "argument 0 (parameter 'p'): expected shape f32[2,3]"),
     ((np.zeros((2, 3), np.complex64), GOOD[1]), "argument 0 (parameter 'p'): expected element type f32"),
     ((np.zeros((2, 3), np.int32), GOOD[1]), "argument 0 (parameter 'p'): expected element type f32"),
+    ((np.zeros((2, 3), np.float64), GOOD[1]), ("argument 0 (parameter 'p'): expected element type f32 (float32), got "
+                                              "float64")),
+    ((GOOD[0], (np.int64(1), GOOD[1][1])), ("argument 1 (parameter 'q')[0]: expected element type s32 (int32), got "
+                                           "int64")),
     ((GOOD[0], np.zeros(2, np.float32)), "argument 1 (parameter 'q'): expected a tuple (s32[], f32[2])"),
     ((GOOD[0], (np.int32(1),)), "argument 1 (parameter 'q'): expected a tuple"),
     ((GOOD[0], ((np.int32(1),), np.zeros(2, np.float32))), "argument 1 (parameter 'q')[0]: expected shape s32[]"),
@@ -466,11 +475,25 @@ GOOD = (np.zeros((2, 3), np.float32), (np.int32(1), np.zeros(2, np.float32)))
     ((None, GOOD[1]), "argument 0 (parameter 'p')"),
     ((GOOD[0], (2**40, np.zeros(2, np.float32))), "values of int64 do not fit element type s32"),
 ])
-def test_module_run_misuse(args: tuple, message: str) -> None:
+@pytest.mark.parametrize("backend", ["interpreter", "jit"])
+def test_module_run_misuse(args: tuple, message: str, backend: str) -> None:
     module = hlo_mlir.load(TUPLE_MODULE)
     with pytest.raises(HloError) as e:
-        module.run(*args)
+        module.run(*args, backend=backend)
     assert message in str(e.value)
+
+
+def test_python_numbers_still_convert() -> None:
+    """Lists and Python numbers carry no dtype: they take the parameter's (within its range)."""
+    got = hlo_mlir.load(TUPLE_MODULE).run([[1.0, 2, 3], [4, 5, 6]], (7, [0.5, 1]))
+    assert got[0].dtype == np.float32 and got[1] == np.int32(7)
+
+
+@pytest.mark.parametrize("source", [lambda x: x, 3, b"HloModule m", None])
+def test_load_of_a_non_string(source: object) -> None:
+    with pytest.raises(HloError, match="load takes a path, or HLO text or MLIR text as a string; got ") as e:
+        hlo_mlir.load(source)
+    assert ("hlo_mlir.from_jax(f, *example_args)" in str(e.value)) == callable(source)
 
 
 @pytest.mark.parametrize("options, message", [

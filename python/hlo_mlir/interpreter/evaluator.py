@@ -321,8 +321,9 @@ def _check_value(a: Any, t: HloType, what: str) -> Value:
         raise HloError(f"{what}: expected an array {t}, got a {type(a).__name__} that is not rectangular") from None
     if arr.shape != t.dims:
         raise HloError(f"{what}: expected shape {t}, got an array of shape {list(arr.shape)}")
-    if arr.dtype != t.dtype:
-        if not np.can_cast(arr.dtype, t.dtype, casting="same_kind") or arr.dtype.kind != t.dtype.kind:
+    if arr.dtype != t.dtype:  # an array's dtype is what the caller meant; Python numbers and lists convert
+        if (isinstance(a, (np.ndarray, np.generic)) or not np.can_cast(arr.dtype, t.dtype, casting="same_kind")
+                or arr.dtype.kind != t.dtype.kind):
             raise HloError(f"{what}: expected element type {t.element.hlo} ({t.dtype}), got {arr.dtype}")
         limits = np.iinfo(t.dtype) if arr.dtype.kind in "iu" else None
         if limits is not None and arr.size and (arr.min() < limits.min or arr.max() > limits.max):
