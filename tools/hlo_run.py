@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from hlo_mlir import io
 from hlo_mlir.frontend.elided import fill_elided_constants, require_values
+from hlo_mlir.interpreter.run import RANK, device_path, header_counts
 from hlo_mlir.module import load
 from hlo_mlir.tools.common import guarded, read_input
 
@@ -16,13 +18,16 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hlo-run", description=__doc__)
     p.add_argument("input", help="HLO text or .mlir file; '-' reads stdin")
     p.add_argument("--inputs", nargs="+", default=None, metavar="FILE",
-                   help="one .npz (keys arg0, arg1, ...) or one .npy / literal-text file per parameter")
+                   help="one .npz (keys arg0, arg1, ...) or one .npy / literal-text file per parameter; with several "
+                        "devices, {rank} in a path is the device index (a path without it is every device's)")
     p.add_argument("--random-inputs", action="store_true", help="generate inputs from the parameter shapes")
     p.add_argument("--seed", type=int, default=0, help="seed for --random-inputs and --elided-constants=random")
     p.add_argument("--elided-constants", choices=("random", "zeros"),
                    help="fill constants the text elided as {...} (a warning names them); random values are small "
                         "and positive, seeded by --seed")
-    p.add_argument("--outputs", metavar="OUT.npz", help="write results (keys out0, out1, ..., tuples flattened)")
+    p.add_argument("--outputs", metavar="OUT.npz",
+                   help="write results (keys out0, out1, ..., tuples flattened); with several devices, {rank} in the "
+                        "path is the device index (without it, device 0's results only)")
     p.add_argument("--print", action="store_true", help="print results as XLA literals")
     p.add_argument("--backend", choices=("interpreter", "jit"), default="jit",
                    help="jit (the default) compiles to native code; interpreter is the NumPy reference")
@@ -41,7 +46,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="compile afresh: neither read nor write the on-disk compile cache (~/.cache/hlo-mlir)")
     p.add_argument("--threads", type=int, metavar="N",
                    help="threads for the compiled code's parallel loops (default: HLO_MLIR_NUM_THREADS, else every core)")
-    p.add_argument("--replicas", type=int, default=1, help="run N replicas in one process")
+    p.add_argument("--replicas", type=int, default=1,
+                   help="run N devices in one process, as threads (replica_count x num_partitions of the header)")
+    p.add_argument("--mpi", action="store_true",
+                   help="run as one device of an MPI run: mpiexec -n N hlo-run FILE --mpi (device index = rank, N = "
+                        "replica_count x num_partitions); needs mpi4py (pip install 'hlo-mlir[mpi]')")
     p.add_argument("--denormals", choices=("flush", "keep"), default="flush",
                    help="flush (the default) treats subnormal f32/f64 values as XLA:CPU does (read as zero, results "
                         "flushed to zero); keep computes with them (IEEE)")
@@ -51,8 +60,21 @@ def _parser() -> argparse.ArgumentParser:
                    help="values for infeed instructions, in order (keys in0, in1, ...; in0.0, in0.1, ... for "
                         "a tuple); every replica reads its own copy")
     p.add_argument("--outfeed", metavar="FILE.npz",
-                   help="write what outfeed instructions sent (keys out0, out1, ...; FILE.<r>.npz per replica)")
+                   help="write what outfeed instructions sent (keys out0, out1, ...); {rank} in the path is the device "
+                        "index (without it: FILE.<r>.npz per device in one process, device 0's under --mpi)")
     return p
+
+
+def _device_output(path: str, device: int, devices: int, mpi: bool, fallback: Any = None) -> str | None:
+    """Where device `device` writes `path`: {rank} replaced; without it, the path itself for a single device
+    (or device 0 of several), other devices nothing (or `fallback(path, device)` in one process)."""
+    if RANK in path:
+        return device_path(path, device)
+    if devices == 1 and not mpi:
+        return path
+    if fallback is not None and not mpi:
+        return fallback(path, device)
+    return path if device == 0 else None
 
 
 def _compare_arg(text: str) -> str:
@@ -124,7 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             require_values(module.mlir, module.filename, module.source)
         types = io.entry_parameter_types(module)
-        if args.inputs:
+        devices = [rank] if rank is not None else list(range(args.replicas))
+        per_device = None
+        if args.inputs and any(RANK in path for path in args.inputs):
+            per_device = [io.load_inputs([device_path(path, d) for path in args.inputs], types) for d in devices]
+            inputs = per_device[0]
+        elif args.inputs:
             inputs = io.load_inputs(args.inputs, types)
         elif args.random_inputs or not types:
             inputs = io.random_inputs(types, args.seed)
@@ -146,47 +173,85 @@ def main(argv: list[str] | None = None) -> int:
                                   "beyond the error bounds")
             return
         if args.profile:
-            if args.backend != "jit" or args.replicas != 1:
+            if args.backend != "jit" or args.replicas != 1 or args.mpi:
                 raise io.HloError("--profile times the compiled kernels: it needs --backend jit and one replica")
             from hlo_mlir.runtime.measure import profile
 
             print(profile(module, inputs, args.bench or 1))
             return
         if args.bench:
+            if args.replicas != 1 or args.mpi:
+                raise io.HloError("--bench times one device: drop --replicas / --mpi (bench/ has the MPI benchmark)")
             from hlo_mlir.runtime.measure import bench
 
             print(bench(module, inputs, args.backend, args.bench))
             return
         infeed = io.load_infeed(args.infeed) if args.infeed else ()
         outfeed: list = []
+        where: dict = {"mpi": True} if args.mpi else {"replicas": args.replicas}
+        if per_device is not None and not args.mpi and args.replicas > 1:
+            where["device_args"] = per_device
         try:
-            results = module.run(*inputs, backend=args.backend, replicas=args.replicas, infeed=infeed,
-                                 outfeed=outfeed, denormals=args.denormals)
+            results = module.run(*inputs, backend=args.backend, infeed=infeed, outfeed=outfeed,
+                                 denormals=args.denormals, **where)
         finally:
             if args.outfeed:  # also after a failure: what was sent before it
-                for r, sent in enumerate([outfeed] if args.replicas == 1 else outfeed):
-                    io.save_outfeed(args.outfeed if args.replicas == 1 else _replica_path(args.outfeed, r), sent)
-        per_replica = results if args.replicas > 1 else [results]
+                sent_by = [outfeed] if len(devices) == 1 else outfeed
+                for d, sent in zip(devices, sent_by):
+                    path = _device_output(args.outfeed, d, len(devices), rank is not None, _replica_path)
+                    if path:
+                        io.save_outfeed(path, sent)
+        per_device_results = list(zip(devices, [results] if len(devices) == 1 else results))
         result_type = io.entry_result_type(module)
-        for r, values in enumerate(per_replica):
+        label = "device" if rank is not None or header_counts(module)[1] > 1 else "replica"
+        for d, values in per_device_results:
             if args.print:
-                if args.replicas > 1:
-                    print(f"replica {r}:")
-                print(io.format_value(io.unflatten(values, result_type), result_type))
-            if args.outputs:
-                io.save_outputs(args.outputs if args.replicas == 1 else args.outputs.replace(".npz", f".{r}.npz"), values)
+                text = io.format_value(io.unflatten(values, result_type), result_type)
+                print(f"{label} {d}:\n{text}" if rank is not None or args.replicas > 1 else text, flush=True)
+            path = _device_output(args.outputs, d, len(devices), rank is not None) if args.outputs else None
+            if path:
+                io.save_outputs(path, values)
         if args.compare and "xla" in args.compare.split(","):
             _compare_with_xla(module, inputs, results, args)
             return
         if args.compare:
-            others = module.run(*inputs, backend=args.compare, replicas=args.replicas, infeed=infeed,
-                                denormals=args.denormals)
-            for r, (got, want) in enumerate(zip(per_replica, others if args.replicas > 1 else [others])):
-                if args.replicas > 1:
-                    print(f"replica {r}:")
+            others = module.run(*inputs, backend=args.compare, infeed=infeed, denormals=args.denormals, **where)
+            for (d, got), want in zip(per_device_results, [others] if len(devices) == 1 else others):
+                if rank is not None or args.replicas > 1:
+                    print(f"{label} {d}:")
                 _compare(got, want, args)
 
-    return guarded(run)
+    def run_here() -> None:
+        try:
+            run()
+        except io.HloError as e:
+            if rank is not None:  # name the device, and stop the others' waits on it
+                e.message = f"device {rank}: {e.message}"
+                from hlo_mlir.interpreter import mpi
+
+                mpi.notify_failure(e.format())
+            raise
+
+    rank = None
+    if args.mpi:
+        from hlo_mlir.interpreter import mpi
+
+        code = guarded(mpi.rank)
+        if code:
+            return code
+        rank = mpi.rank()
+        if args.replicas != 1:
+            print(f"error: device {rank}: --mpi runs one device per process (mpiexec -n N): drop --replicas",
+                  file=sys.stderr)
+            return 1
+    code = guarded(run_here)
+    if rank is not None and code:
+        # MPI_Finalize at exit would wait for devices that may never get there: leave now (mpiexec then stops
+        # any device still running).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":

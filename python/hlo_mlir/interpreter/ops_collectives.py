@@ -6,23 +6,38 @@ of the replicas of one group through `ctx.services.exchange`, keyed by the instr
 how many times this replica has executed it, so collectives inside loops pair up execution by
 execution.  With one replica (or no services) every collective is the identity-like local case.
 
-Replica ids.  `replica_groups` lists groups of replica ids; empty means one group of all replicas
-in order 0..N-1.  The order inside a group is the order of concatenation (all-gather, all-to-all)
-and of scattering (reduce-scatter).  XLA reads the ids according to channel_id and
-use_global_device_ids (cross-replica, cross-replica-and-partition, flattened device ids); the
-interpreter runs a single partition, where all of these name the same devices: device id =
-replica id.  For the same reason collective-permute / all-to-all with a channel_id (XLA's
-cross-partition mode) permute among replicas here.
+Devices.  A run has replica_count x num_partitions devices; device index = replica_id *
+num_partitions + partition_id (XLA's flattened id).  Every rendezvous is keyed by device index.
+`replica_groups` (list, iota or mesh form) name replicas, partitions or devices according to
+channel_id and use_global_device_ids, as XLA's CollectiveOpGroupMode does (`group_mode`): no
+channel_id -> cross-replica (groups of replica ids, within each partition); channel_id on an op
+that has use_global_device_ids (all-reduce, all-gather, reduce-scatter) -> cross-replica-and-
+partition when it is false (each named replica with all its partitions, replica-major) and
+flattened device ids when it is true; channel_id on the others (all-to-all, collective-permute,
+collective-broadcast) -> cross-partition (groups / pairs of partition ids, within each replica).
+Empty groups mean every id of that space in order.  In a run of one partition the cross-partition
+ids name replicas instead (every group would otherwise be a single device): replica-form modules
+with a channel_id on all-to-all / collective-permute keep meaning what they meant before partitions
+were modelled.  The order inside a group is the order of
+concatenation (all-gather, all-to-all), of scattering (reduce-scatter) and of reduction.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from hlo_mlir.interpreter.registry import (
-    PRED_UFUNCS, REDUCER_UFUNCS, TOKEN, Context, InterpreterError, OpView, Value, kernel,
+    PRED_UFUNCS,
+    REDUCER_UFUNCS,
+    TOKEN,
+    Context,
+    InterpreterError,
+    OpView,
+    Value,
+    kernel,
 )
 from hlo_mlir.types import ArrayType, HloType, TokenType, TupleType
 
@@ -38,13 +53,29 @@ def zeros_of(t: HloType) -> Value:
     return np.zeros(t.dims, t.dtype)
 
 
+def num_partitions(ctx: Context) -> int:
+    return int(getattr(ctx, "num_partitions", 1))
+
+
+def device_of(ctx: Context) -> int:
+    """This device's index: replica_id * num_partitions + partition_id."""
+    return ctx.replica_id * num_partitions(ctx) + ctx.partition_id
+
+
+def who(ctx: Context) -> str:
+    """This device in messages: its replica id when the run has one partition."""
+    if num_partitions(ctx) == 1:
+        return f"replica {ctx.replica_id}"
+    return f"device {device_of(ctx)} (replica {ctx.replica_id}, partition {ctx.partition_id})"
+
+
 def exchange(op: OpView, ctx: Context, value: Any, participants: Sequence[int]) -> dict[int, Any]:
-    """All-gather `value` among `participants` (replica ids) at this execution of `op`."""
+    """All-gather `value` among `participants` (device indices) at this execution of `op`."""
     services = getattr(ctx, "services", None)
-    me = ctx.replica_id
+    me = device_of(ctx)
     if services is None:
         if set(participants) != {me}:
-            raise InterpreterError(op, "a multi-replica collective needs the run services (use Module.run)")
+            raise InterpreterError(op, "a multi-device collective needs the run services (use Module.run)")
         return {me: value}
     count = services.count(me, op.name)
     if set(participants) == {me}:
@@ -57,29 +88,56 @@ def exchange(op: OpView, ctx: Context, value: Any, participants: Sequence[int]) 
         raise
 
 
-def replica_groups(op: OpView, ctx: Context) -> tuple[tuple[int, ...], ...]:
-    """The groups, with the empty form expanded and every id checked."""
-    groups = tuple(tuple(g) for g in (op.attrs.get("replica_groups") or ()))
-    n = ctx.num_replicas
+_GLOBAL_IDS = frozenset({"all-reduce", "all-reduce-start", "cross-replica-sum", "all-gather", "all-gather-start",
+                         "reduce-scatter"})
+
+
+def group_mode(op: OpView, ctx: Context) -> str:
+    """"replica", "partition", "replica-and-partition" or "flattened": what replica_groups' ids name."""
+    channel = op.attrs.get("channel_id") is not None
+    global_ids = bool(op.attrs.get("use_global_device_ids"))
+    if not channel:
+        if global_ids:
+            raise InterpreterError(op, "use_global_device_ids=true needs a channel_id")
+        return "replica"
+    if op.opcode not in _GLOBAL_IDS:
+        return "partition" if num_partitions(ctx) > 1 else "replica"
+    return "flattened" if global_ids else "replica-and-partition"
+
+
+def device_groups(op: OpView, ctx: Context) -> tuple[tuple[int, ...], ...]:
+    """The op's groups as device indices (empty groups expanded, every id checked)."""
+    r_count, p_count = ctx.num_replicas, num_partitions(ctx)
+    mode = group_mode(op, ctx)
+    space, what = {"replica": (r_count, "replica"), "replica-and-partition": (r_count, "replica"),
+                   "partition": (p_count, "partition"), "flattened": (r_count * p_count, "device")}[mode]
+    groups = tuple(tuple(int(i) for i in g) for g in (op.attrs.get("replica_groups") or ()))
     if not groups or all(not g for g in groups):
-        return (tuple(range(n)),)
+        groups = (tuple(range(space)),)
     seen: set[int] = set()
     for g in groups:
-        for r in g:
-            if not 0 <= r < n:
-                raise InterpreterError(op, f"replica_groups names replica {r}, but the run has {n} replica(s)")
-            if r in seen:
-                raise InterpreterError(op, f"replica {r} appears in more than one replica group")
-            seen.add(r)
-    return groups
+        for i in g:
+            if not 0 <= i < space:
+                raise InterpreterError(op, f"replica_groups names {what} {i}, but the run has {space} {what}(s)")
+            if i in seen:
+                raise InterpreterError(op, f"{what} {i} appears in more than one replica group")
+            seen.add(i)
+    if mode == "flattened":
+        return groups
+    if mode == "replica":
+        return tuple(tuple(r * p_count + p for r in g) for g in groups for p in range(p_count))
+    if mode == "partition":
+        return tuple(tuple(r * p_count + p for p in g) for g in groups for r in range(r_count))
+    return tuple(tuple(r * p_count + p for r in g for p in range(p_count)) for g in groups)
 
 
 def my_group(op: OpView, ctx: Context, groups: tuple[tuple[int, ...], ...] | None = None) -> tuple[int, ...]:
-    groups = replica_groups(op, ctx) if groups is None else groups
+    groups = device_groups(op, ctx) if groups is None else groups
+    me = device_of(ctx)
     for g in groups:
-        if ctx.replica_id in g:
+        if me in g:
             return g
-    raise InterpreterError(op, f"replica {ctx.replica_id} is in none of the replica_groups {list(map(list, groups))}")
+    raise InterpreterError(op, f"{who(ctx)} is in none of the replica_groups {list(map(list, groups))}")
 
 
 def _pack(op: OpView, results: list[Value]) -> Value:
@@ -145,8 +203,25 @@ def _dimension(op: OpView) -> int:
 def _all_reduce(op: OpView, args: list, ctx: Context) -> list[np.ndarray]:
     arrays = _arrays(op, args)
     group = my_group(op, ctx)
-    vals = exchange(op, ctx, arrays, group)
-    return [_combine(op, ctx, [vals[r][i] for r in group]) for i in range(len(arrays))]
+    return reduce_among(op, ctx, arrays, group)
+
+
+def reduce_among(op: OpView, ctx: Context, arrays: list[np.ndarray], group: tuple[int, ...]) -> list[np.ndarray]:
+    """Each array folded elementwise over `group` in group order with the op's reduction.  The
+    services may fold piece by piece on different devices (the MPI layer does): elementwise, the
+    order of operands is the same, so the result is too."""
+    services = getattr(ctx, "services", None)
+    if services is None or len(group) == 1 or not hasattr(services, "reduce"):
+        vals = exchange(op, ctx, arrays, group)
+        return [_combine(op, ctx, [vals[r][i] for r in group]) for i in range(len(arrays))]
+    me = device_of(ctx)
+    count = services.count(me, op.name)
+    try:
+        return services.reduce((op.name, count), me, arrays, group, lambda parts: _combine(op, ctx, parts))
+    except Exception as e:
+        if type(e).__name__ == "RendezvousError":
+            raise InterpreterError(op, str(e)) from None
+        raise
 
 
 @kernel("all-reduce", "cross-replica-sum")
@@ -201,15 +276,11 @@ def reduce_scatter(op: OpView, args: list, ctx: Context) -> Value:
     arrays = _arrays(op, args)
     dim = _dimension(op)
     group = my_group(op, ctx)
-    me = group.index(ctx.replica_id)
+    me = group.index(device_of(ctx))
     for a in arrays:
         _split(op, a, dim, len(group))  # validate before the rendezvous
-    vals = exchange(op, ctx, arrays, group)
-    out = []
-    for i in range(len(arrays)):
-        reduced = _combine(op, ctx, [vals[r][i] for r in group])
-        out.append(np.ascontiguousarray(_split(op, reduced, dim, len(group))[me]))
-    return _pack(op, out)
+    reduced = reduce_among(op, ctx, arrays, group)
+    return _pack(op, [np.ascontiguousarray(_split(op, r, dim, len(group))[me]) for r in reduced])
 
 
 # -- all-to-all ------------------------------------------------------------------------------------------
@@ -217,7 +288,7 @@ def reduce_scatter(op: OpView, args: list, ctx: Context) -> Value:
 def all_to_all(op: OpView, args: list, ctx: Context) -> Value:
     arrays = _arrays(op, args)
     group = my_group(op, ctx)
-    me = group.index(ctx.replica_id)
+    me = group.index(device_of(ctx))
     if op.attrs.get("dimensions"):
         # Array form: split along d into one block per group member, block j goes to member j,
         # the received blocks are concatenated along d in group order.
@@ -245,7 +316,7 @@ def ragged_all_to_all(op: OpView, args: list, ctx: Context) -> Value:
                                    "output_offsets, recv_sizes)")
     data, output, in_off, send, out_off, _recv = _arrays(op, args)
     group = my_group(op, ctx)
-    me = group.index(ctx.replica_id)
+    me = group.index(device_of(ctx))
     for name, a in (("input_offsets", in_off), ("send_sizes", send), ("output_offsets", out_off)):
         if a.shape != (len(group),):
             raise InterpreterError(op, f"{name} must have one entry per group member ({len(group)}), "
@@ -258,8 +329,8 @@ def ragged_all_to_all(op: OpView, args: list, ctx: Context) -> Value:
         if size <= 0:
             continue
         if start < 0 or start + size > d.shape[0] or dest < 0 or dest + size > result.shape[0]:
-            raise InterpreterError(op, f"replica {r} sends rows [{start}, {start + size}) to rows "
-                                       f"[{dest}, {dest + size}) of replica {ctx.replica_id}: out of bounds")
+            raise InterpreterError(op, f"device {r} sends rows [{start}, {start + size}) to rows "
+                                       f"[{dest}, {dest + size}) of {who(ctx)}: out of bounds")
         result[dest:dest + size] = d[start:start + size]
     return result
 
@@ -270,24 +341,32 @@ def _collective_permute(op: OpView, args: list, ctx: Context) -> list[np.ndarray
         raise InterpreterError(op, "the in-place form of collective-permute (with slice sizes) is not supported")
     arrays = _arrays(op, args)
     pairs = tuple(op.attrs.get("source_target_pairs") or ())
-    n = ctx.num_replicas
-    ids: set[int] = set()
+    # Without channel_id the pairs name replicas (within this partition), with one partitions
+    # (within this replica).
+    p_count = num_partitions(ctx)
+    by_partition = group_mode(op, ctx) == "partition"
+    space, what = (p_count, "partition") if by_partition else (ctx.num_replicas, "replica")
     for s, t in pairs:
-        for r in (s, t):
-            if not 0 <= r < n:
-                raise InterpreterError(op, f"source_target_pairs names replica {r}, but the run has {n} replica(s)")
-        ids.update((s, t))
-    for k, what in ((0, "source"), (1, "target")):
+        for i in (s, t):
+            if not 0 <= i < space:
+                raise InterpreterError(op, f"source_target_pairs names {what} {i}, but the run has {space} {what}(s)")
+    for k, role in ((0, "source"), (1, "target")):
         column = [p[k] for p in pairs]
         if len(set(column)) != len(column):
-            raise InterpreterError(op, f"a replica is the {what} of more than one source_target pair")
-    me = ctx.replica_id
+            raise InterpreterError(op, f"a {what} is the {role} of more than one source_target pair")
+
+    def device(i: int) -> int:
+        return ctx.replica_id * p_count + i if by_partition else i * p_count + ctx.partition_id
+
+    me = device_of(ctx)
+    pairs = tuple((device(s), device(t)) for s, t in pairs)
+    ids = {i for pair in pairs for i in pair}
     if me not in ids:
         exchange(op, ctx, arrays, [me])  # keeps the execution count in step
         return [np.zeros_like(a) for a in arrays]
     vals = exchange(op, ctx, arrays, sorted(ids))
     sources = [s for s, t in pairs if t == me]
-    if not sources:  # replicas that are no target get zeros
+    if not sources:  # devices that are no target get zeros
         return [np.zeros_like(a) for a in arrays]
     return [np.array(v, copy=True) for v in vals[sources[0]]]
 
@@ -312,10 +391,10 @@ def collective_permute_done(op: OpView, args: list, ctx: Context) -> Value:
 
 @kernel("collective-broadcast")
 def collective_broadcast(op: OpView, args: list, ctx: Context) -> Value:
-    """Each group's first replica sends its operand to the group; replicas in no group get zeros."""
+    """Each group's first device sends its operand to the group; devices in no group get zeros."""
     arrays = _arrays(op, args)
-    groups = replica_groups(op, ctx)
-    if not any(ctx.replica_id in g for g in groups):
+    groups = device_groups(op, ctx)
+    if not any(device_of(ctx) in g for g in groups):
         return _pack(op, [np.zeros_like(a) for a in arrays])
     group = my_group(op, ctx, groups)
     vals = exchange(op, ctx, arrays, group)

@@ -1,10 +1,19 @@
-"""Running a module's entry computation in the interpreter, on one or several replicas."""
+"""Running a module's entry computation on one or several devices (the interpreter here; the JIT shares
+`run_devices`).
+
+A run has replica_count x num_partitions devices, device index = replica_id * num_partitions +
+partition_id. In one process the devices are threads sharing a `Services`; under `mpiexec` (mpi=True)
+each process is one device and `hlo_mlir.interpreter.mpi.MpiServices` carries the same rendezvous between
+processes.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -13,6 +22,26 @@ from hlo_mlir.diagnostics import HloError
 from hlo_mlir.interpreter.denormals import flushes
 from hlo_mlir.interpreter.evaluator import Interpreter
 from hlo_mlir.interpreter.registry import InterpreterError, Token, Value
+
+RANK = "{rank}"  # in an input or output path: the device index
+
+
+def device_path(path: str, device: int) -> str:
+    """`path` for device `device`: {rank} replaced by its index."""
+    return path.replace(RANK, str(device))
+
+
+@dataclass(frozen=True)
+class Device:
+    """Who runs: device `index` = replica_id * num_partitions + partition_id, and the run's services
+    (a `Services` shared by threads, or an `MpiServices` reaching the other processes)."""
+
+    index: int
+    replica_id: int
+    num_replicas: int
+    partition_id: int
+    num_partitions: int
+    services: Any
 
 
 def flatten(value: Value) -> list[Any]:
@@ -23,14 +52,15 @@ def flatten(value: Value) -> list[Any]:
 
 
 class RendezvousError(Exception):
-    """A replica waited for others that can never arrive (finished, failed, or all waiting)."""
+    """A device waited for others that can never arrive (finished, failed, or all waiting)."""
 
 
 class Services:
-    """What replicas share: collective rendezvous, infeed/outfeed queues and send/recv channels.
+    """What the devices of a run share: collective rendezvous, infeed/outfeed queues, send/recv channels.
 
+    Devices are numbered by device index (the `replica` arguments below).
     * `exchange(key, replica, value, participants)`: all-gather of Python values among
-      `participants` (default: every replica); blocks until all of them contributed.
+      `participants` (default: every device); blocks until all of them contributed.
     * `count(replica, name)`: how many times `replica` has executed instruction `name` so far
       (collectives key their rendezvous by it, so collectives inside loops pair up correctly).
     * `infeed[r]`: replica r's queue (a deque) of infeed values; `outfeed[r]`: the list of values
@@ -45,7 +75,7 @@ class Services:
     """
 
     def __init__(self, num_replicas: int, infeed: Any = ()) -> None:
-        self.num_replicas = num_replicas
+        self.num_replicas = num_replicas  # the device count
         self.cond = threading.Condition()
         self.slots: dict[Any, dict[str, Any]] = {}
         self.counts: dict[tuple[int, str], int] = {}
@@ -75,7 +105,7 @@ class Services:
             slot["values"][replica] = value
             self.cond.notify_all()
             self._wait(replica, lambda: parts <= slot["values"].keys(),
-                       lambda: f"replica(s) {sorted(parts - slot['values'].keys())} to join {key[0]!r}",
+                       lambda: f"device(s) {sorted(parts - slot['values'].keys())} to join {key[0]!r}",
                        parts)
             result = dict(slot["values"])
             slot["left"] -= 1
@@ -94,7 +124,7 @@ class Services:
             queue = self.channels.setdefault(key, deque())
             if not queue and source == replica:
                 raise RendezvousError(f"nothing has been sent on {key!r} (a send must come before its recv-done)")
-            self._wait(replica, lambda: bool(queue), lambda: f"replica {source} to send on {key!r}", {source})
+            self._wait(replica, lambda: bool(queue), lambda: f"device {source} to send on {key!r}", {source})
             return queue.popleft()
 
     def finish(self, replica: int) -> None:
@@ -116,53 +146,121 @@ class Services:
         try:
             while not ready():
                 if self.aborted:
-                    raise RendezvousError(f"another replica failed while replica {replica} waited for {what()}")
+                    raise RendezvousError(f"another device failed while device {replica} waited for {what()}")
                 gone = sorted(set(partners) & self.finished)
                 if gone:
-                    raise RendezvousError(f"replica {replica} waits for {what()}, but replica(s) {gone} finished")
+                    raise RendezvousError(f"device {replica} waits for {what()}, but device(s) {gone} finished")
                 running = set(range(self.num_replicas)) - self.finished
                 if running <= self._blocked.keys() and not any(r() for r, _ in self._blocked.values()):
-                    raise RendezvousError(f"deadlock: replica {replica} waits for {what()}, and every running "
-                                          "replica is waiting")
+                    raise RendezvousError(f"deadlock: device {replica} waits for {what()}, and every running "
+                                          "device is waiting")
                 self.cond.wait()
         finally:
             del self._blocked[replica]
 
 
 def run_module(module: Any, args: list[Any], replicas: int = 1, infeed: Any = (),
-               outfeed: list | None = None, denormals: str = "flush") -> list[Any]:
+               outfeed: list | None = None, denormals: str = "flush", device_args: Sequence[list] | None = None,
+               mpi: bool = False) -> list[Any]:
     """Execute the entry computation.
 
-    With replicas == 1 the result is the flattened outputs; with replicas > 1 `args` are shared by
-    all replicas and the result is the list of each replica's flattened outputs.
-
+    replicas: how many devices run in this process (num_partitions of them per replica, from the
+      module header). With 1 the result is the flattened outputs; with more, `args` are shared by all
+      devices (or device d gets device_args[d]) and the result is the list of each device's flattened
+      outputs, by device index.
+    mpi: this process is one device of a run under mpiexec (device index = MPI rank, the device count
+      from the header must be the number of processes); the result is this device's outputs.
     infeed: the values `infeed` instructions read, in order (a tuple for a tuple-shaped infeed).
-      Every replica gets its own copy of the sequence; a dict {replica: sequence} gives each
-      replica its own queue instead.
+      Every device gets its own copy of the sequence; a dict {device: sequence} gives each
+      device its own queue instead.
     outfeed: a list to receive what `outfeed` instructions send: the values in order when
-      replicas == 1, otherwise one list of values per replica.
+      one device runs here, otherwise one list of values per device.
     denormals: "flush" (default) treats subnormal floats as XLA:CPU does (inputs of arithmetic read as
       zero, results flushed: see interpreter.denormals); "keep" computes with them (IEEE).
     """
     flush = flushes(denormals)
-    if not isinstance(replicas, int) or replicas < 1:
-        raise HloError(f"replicas must be an integer of at least 1, got {replicas!r}")
+
+    def body(device: Device, device_args: list[Any]) -> list[Any]:
+        interp = Interpreter(module.mlir, device.replica_id, device.num_replicas, device.partition_id,
+                             device.services)
+        interp.num_partitions = device.num_partitions
+        interp.flush_denormals = flush
+        return [_finish(v) for v in flatten(_run(interp, device_args, module))]
+
     with module.context:
-        services = Services(replicas, infeed)
-        interps = [Interpreter(module.mlir, r, replicas, 0, services) for r in range(replicas)]
-        for interp in interps:
-            interp.flush_denormals = flush
+        return run_devices(module, args, body, replicas, infeed, outfeed, device_args, mpi)
+
+
+def device_layout(module: Any, devices: int) -> tuple[int, int]:
+    """(replica count, num_partitions) of a run of `devices` devices in one process: the partitions
+    from the module header (one device alone is a single replica and partition)."""
+    if not isinstance(devices, int) or devices < 1:
+        raise HloError(f"replicas must be an integer of at least 1, got {devices!r}")
+    partitions = header_counts(module)[1]
+    if devices == 1:
+        return 1, 1
+    if devices % partitions:
+        raise HloError(f"the module has num_partitions={partitions}: the number of devices ({devices}) must be "
+                       "a multiple of it")
+    return devices // partitions, partitions
+
+
+def header_counts(module: Any) -> tuple[int, int]:
+    """(replica_count, num_partitions) from the module header (1 where it says nothing)."""
+    from mlir import ir
+
+    attrs = module.mlir.operation.attributes
+    if "hlo.attributes" not in attrs:
+        return 1, 1
+    header = ir.DictAttr(attrs["hlo.attributes"])
+
+    def get(name: str) -> int:
+        return int(ir.IntegerAttr(header[name]).value) if name in header else 1
+
+    return get("replica_count"), get("num_partitions")
+
+
+def run_devices(module: Any, args: list[Any], body: Callable[[Device, list[Any]], Any], devices: int = 1,
+                infeed: Any = (), outfeed: list | None = None, device_args: Sequence[list] | None = None,
+                mpi: bool = False) -> Any:
+    """`body(device, its arguments)` on every device of the run (see run_module): both backends."""
+    if mpi:
+        from hlo_mlir.interpreter.mpi import MpiServices
+
+        if devices != 1 or device_args is not None:
+            raise HloError("an MPI run has one device per process: replicas / device_args do not apply")
+        services = MpiServices(module, infeed)
+        me = services.device_info()
         try:
-            results = on_replicas(services, lambda r: [_finish(v) for v in flatten(_run(interps[r], args, module))])
+            result = body(me, args)
+        except BaseException as e:
+            services.fail(e)
+            raise
         finally:
             collect_outfeed(services, outfeed)
-        return results[0] if replicas == 1 else results
+        services.finish(me.index)
+        return result
+    replicas, partitions = device_layout(module, devices)
+    if device_args is not None and len(device_args) != devices:
+        raise HloError(f"device_args has {len(device_args)} entries for {devices} device(s)")
+    per_device = list(device_args) if device_args is not None else [args] * devices
+    services = Services(devices, infeed)
+
+    def one(d: int) -> Any:
+        r, p = divmod(d, partitions)
+        return body(Device(d, r, replicas, p, partitions, services), per_device[d])
+
+    try:
+        results = on_replicas(services, one)
+    finally:
+        collect_outfeed(services, outfeed)
+    return results[0] if devices == 1 else results
 
 
 def on_replicas(services: Services, body: Callable[[int], Any]) -> list[Any]:
     """[body(r) for each replica r of `services`], each replica on a thread of its own (one replica runs
     on the caller's thread). A failing replica aborts the others' waits; the first genuine failure (not
-    a knock-on "another replica failed") is re-raised here."""
+    a knock-on "another device failed") is re-raised here."""
     if services.num_replicas == 1:
         return [body(0)]
     results: list[Any] = [None] * services.num_replicas
@@ -171,7 +269,7 @@ def on_replicas(services: Services, body: Callable[[int], Any]) -> list[Any]:
     def worker(r: int) -> None:
         try:
             results[r] = body(r)
-        except BaseException as e:  # re-raised in the caller's thread
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
             errors.append(e)
             services.abort()
         finally:
@@ -183,7 +281,7 @@ def on_replicas(services: Services, body: Callable[[int], Any]) -> list[Any]:
     for t in threads:
         t.join()
     if errors:
-        raise next((e for e in errors if "another replica failed" not in str(e)), errors[0])
+        raise next((e for e in errors if "another device failed" not in str(e)), errors[0])
     return results
 
 

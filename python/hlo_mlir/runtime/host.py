@@ -7,9 +7,10 @@ views the descriptors as NumPy arrays, runs the Python function and copies its r
 An exception inside the callback cannot unwind through JIT-compiled frames: it is recorded and raised as
 an `HloError` once the entry function returns (`raise_pending`); later callbacks of that call do nothing.
 
-Replicas run the same compiled function on threads of their own (the compiled code does not hold the
-GIL); `bind_replica` tells the callbacks of this thread which replica they serve, so the interpreter
-kernels of collectives, feeds and replica-id see that replica's id and the run's shared services.
+Devices run the same compiled function on threads of their own (the compiled code does not hold the
+GIL), or one per process under MPI; `bind_replica` tells the callbacks of this thread which device they
+serve (an `interpreter.run.Device`), so the interpreter kernels of collectives, feeds and replica-id /
+partition-id see that device's ids and the run's services.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import copy
 import ctypes
 import itertools
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -39,18 +41,9 @@ class HostFunction:
     what: str
 
 
-@dataclass(frozen=True)
-class Replica:
-    """Who runs on this thread: `services` is the interpreter's `Services` shared by the run's replicas."""
-
-    replica_id: int
-    num_replicas: int
-    services: Any
-
-
 FUNCTIONS: dict[str, HostFunction] = {}
 _COUNTER = itertools.count()
-_THREAD = threading.local()  # .pending: failures of this thread's call; .replica, .contexts: see bind_replica
+_THREAD = threading.local()  # .pending: failures of this thread's call; .device, .contexts: see bind_replica
 
 
 def _pending() -> list[BaseException]:
@@ -59,21 +52,24 @@ def _pending() -> list[BaseException]:
     return _THREAD.pending
 
 
-def bind_replica(replica: Replica | None) -> None:
-    """Host functions called from this thread serve `replica` (None: a plain single-replica run)."""
-    _THREAD.replica = replica
+def bind_replica(device: Any) -> None:
+    """Host functions called from this thread serve `device` (an `interpreter.run.Device`; None: a plain
+    single-device run)."""
+    _THREAD.device = device
     _THREAD.contexts = {}
 
 
 def replica_context(interp: Any) -> Any:
-    """The interpreter `interp` as the replica bound to this thread sees it (itself when none is bound)."""
-    replica = getattr(_THREAD, "replica", None)
-    if replica is None:
+    """The interpreter `interp` as the device bound to this thread sees it (itself when none is bound)."""
+    device = getattr(_THREAD, "device", None)
+    if device is None:
         return interp
     ctx = _THREAD.contexts.get(interp)
     if ctx is None:
         ctx = copy.copy(interp)  # shares the compiled programs; only who-am-I differs
-        ctx.replica_id, ctx.num_replicas, ctx.services = replica.replica_id, replica.num_replicas, replica.services
+        ctx.replica_id, ctx.num_replicas = device.replica_id, device.num_replicas
+        ctx.partition_id, ctx.num_partitions = device.partition_id, device.num_partitions
+        ctx.services = device.services
         _THREAD.contexts[interp] = ctx
     return ctx
 

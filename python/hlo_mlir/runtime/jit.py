@@ -330,38 +330,34 @@ def _compile(module: Any, text: str | None, key: str | None, profile: bool, thre
 
 
 def run(module: Any, args: Sequence[Any], replicas: int = 1, infeed: Any = (), outfeed: list | None = None,
-        denormals: str = "flush") -> list:
+        denormals: str = "flush", device_args: Sequence[list] | None = None, mpi: bool = False) -> list:
     """Results of the entry computation, flattened depth-first like the interpreter's (tokens dropped).
 
-    `replicas`, `infeed`, `outfeed`, `denormals` mean what they mean for the interpreter (`run_module`): each replica
-    calls the compiled function on a thread of its own, and collectives, feeds and send/recv call back
-    into the interpreter's kernels with the run's shared services.
+    `replicas`, `infeed`, `outfeed`, `denormals`, `device_args`, `mpi` mean what they mean for the interpreter
+    (`run_module`): each device calls the compiled function on a thread of its own (or is this process,
+    under MPI), and collectives, feeds and send/recv call back into the interpreter's kernels with the
+    run's services.
     """
     from hlo_mlir.interpreter.denormals import flushes
-    from hlo_mlir.interpreter.run import Services, collect_outfeed, on_replicas
+    from hlo_mlir.interpreter.run import run_devices
 
     flush = flushes(denormals)
     if not isinstance(replicas, int) or replicas < 1:
         raise HloError(f"replicas must be an integer of at least 1, got {replicas!r}")
     compiled = compile_module(module)
-    flat = compiled.flatten_arguments(args)
-    if replicas == 1 and not compiled.host_callbacks:  # nothing can call back: no services, no thread
-        return compiled(*flat, flush_denormals=flush)
-    services = Services(replicas, infeed)
+    if replicas == 1 and not mpi and device_args is None and not compiled.host_callbacks:
+        return compiled(*compiled.flatten_arguments(args), flush_denormals=flush)  # nothing calls back
 
-    def replica(r: int) -> list[np.ndarray]:
-        host.bind_replica(host.Replica(r, replicas, services))
+    def device(dev: Any, dev_args: Sequence[Any]) -> list[np.ndarray]:
+        host.bind_replica(dev)
         try:
-            return compiled(*flat, flush_denormals=flush)
+            return compiled(*compiled.flatten_arguments(dev_args), flush_denormals=flush)
         finally:
             host.bind_replica(None)
 
     try:
-        results = on_replicas(services, replica)
+        return run_devices(module, list(args), device, replicas, infeed, outfeed, device_args, mpi)
     except HloError as e:  # a host function's runtime error: show the instruction's line when it is at hand
         if e.loc is not None and e.source is None and e.loc.file == getattr(module, "filename", None):
             e.source = getattr(module, "source", None)
         raise
-    finally:
-        collect_outfeed(services, outfeed)
-    return results[0] if replicas == 1 else results

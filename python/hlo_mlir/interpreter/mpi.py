@@ -1,0 +1,315 @@
+"""Devices as MPI processes: the run services of `interpreter.run` carried between processes by mpi4py.
+
+Under `mpiexec -n N` every process runs one device of the module (device index = MPI rank =
+replica_id * num_partitions + partition_id; N must be replica_count * num_partitions from the header).
+`MpiServices` offers what the in-process `Services` offers the kernels (exchange, count, channels,
+infeed/outfeed), so the interpreter's collectives, and the JIT's (host calls into the same kernels),
+run unchanged; all-reduce and reduce-scatter use `reduce`, which moves each array once around instead
+of gathering every copy everywhere.
+
+Every collective first exchanges a small header (instruction, execution count, participating devices,
+operand shapes and types) with its partners, so two devices at different collectives fail with an error
+naming both instead of exchanging garbage or deadlocking. Waits poll instead of blocking: a device that
+fails tells every other process (`fail`), a device that finishes says so (`finish`), and a waiting device
+that hears either stops with an error naming the instruction it waits in; a wait longer than
+HLO_MLIR_MPI_TIMEOUT seconds (default 300) is an error too. A process killed outright is reported by
+mpiexec, which then stops the others.
+
+Point-to-point messages on COMM_WORLD, by tag: headers, payloads (raw bytes of contiguous arrays, in
+posting order), control notes (failed / done) and send/recv channel values.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from hlo_mlir.diagnostics import HloError
+from hlo_mlir.interpreter.run import Device, RendezvousError, header_counts
+
+TAG_HEADER, TAG_DATA, TAG_CONTROL, TAG_CHANNEL = 701, 702, 703, 704
+DEFAULT_TIMEOUT_S = 300.0
+
+
+def mpi() -> Any:
+    """The mpi4py MPI module (initializing MPI), or an error saying how to install it."""
+    try:
+        from mpi4py import MPI
+    except ImportError as e:
+        raise HloError(f"MPI runs need mpi4py and an MPI library ({e}): pip install 'hlo-mlir[mpi]'") from None
+    return MPI
+
+
+def rank() -> int:
+    """This process's MPI rank (its device index)."""
+    return int(mpi().COMM_WORLD.Get_rank())
+
+
+# This process told the others it failed / heard that one did; "done" notes heard per device, not yet
+# matched by a `finish` (each run's finish waits for one from every other device: MPI_Finalize fails on
+# messages nobody received).
+_STATE: dict[str, Any] = {"notified": False, "peer_failed": False, "done": Counter()}
+
+
+def notify_failure(message: str, grace_s: float = 1.0) -> None:
+    """Tell every other process that this one failed (they stop waiting on it with `message`); once, and
+    not when this one only stopped because another failed."""
+    if _STATE["notified"] or _STATE["peer_failed"]:
+        return
+    _STATE["notified"] = True
+    MPI = mpi()
+    comm = MPI.COMM_WORLD
+    me = comm.Get_rank()
+    note = pickle.dumps(("failed", me, message))
+    requests = [comm.Isend([note, MPI.BYTE], dest=r, tag=TAG_CONTROL) for r in range(comm.Get_size()) if r != me]
+    deadline = time.monotonic() + grace_s
+    while requests and not MPI.Request.Testall(requests) and time.monotonic() < deadline:
+        time.sleep(1e-3)
+
+
+class _Local:
+    """This process's one device's queue, whatever device index a kernel asks for."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __getitem__(self, device: int) -> Any:
+        return self.value
+
+
+def _bytes(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+
+
+class MpiServices:
+    """The run services of one device in an MPI run (see the module docstring)."""
+
+    num_replicas = 1  # devices in this process (interpreter.run.collect_outfeed)
+
+    def __init__(self, module: Any, infeed: Any = ()) -> None:
+        self.MPI = mpi()
+        self.comm = self.MPI.COMM_WORLD
+        self.device, size = self.comm.Get_rank(), self.comm.Get_size()
+        self.replicas, self.partitions = header_counts(module)
+        if self.replicas * self.partitions != size:
+            raise HloError(f"the module runs on replica_count={self.replicas} x num_partitions={self.partitions} = "
+                           f"{self.replicas * self.partitions} device(s), but mpiexec started {size} process(es)")
+        self.timeout = float(os.environ.get("HLO_MLIR_MPI_TIMEOUT", DEFAULT_TIMEOUT_S))
+        self.counts: dict[str, int] = {}
+        queue = infeed.get(self.device, ()) if isinstance(infeed, dict) else infeed
+        self.infeed = _Local(deque(queue))
+        self.outfeed = _Local([])
+        self.channels: dict[Any, deque] = {}
+        self.pending: dict[Any, Any] = {}  # recv handles (see ops_io)
+        self.sends: list[Any] = []  # channel sends not known to be complete
+
+    def device_info(self) -> Device:
+        r, p = divmod(self.device, self.partitions)
+        return Device(self.device, r, self.replicas, p, self.partitions, self)
+
+    def count(self, device: int, name: str) -> int:
+        n = self.counts.get(name, 0)
+        self.counts[name] = n + 1
+        return n
+
+    # -- collectives ------------------------------------------------------------------------------
+    def exchange(self, key: Any, device: int, value: Any, participants: Any = None) -> dict[int, Any]:
+        """All-gather `value` (an array or a list/tuple of arrays) among `participants`."""
+        peers = self._peers(participants)
+        arrays = list(value) if isinstance(value, (list, tuple)) else [value]
+        arrays = [np.asarray(a) for a in arrays]
+        self._headers(key, peers, arrays, "exchange")
+        received = {p: [np.empty(a.shape, a.dtype) for a in arrays] for p in peers if p != self.device}
+        requests = []
+        for i, a in enumerate(arrays):
+            if a.size == 0:
+                continue
+            data = _bytes(a)
+            for p, bufs in received.items():
+                requests.append(self.comm.Isend([data, self.MPI.BYTE], dest=p, tag=TAG_DATA))
+                requests.append(self.comm.Irecv([bufs[i].reshape(-1).view(np.uint8), self.MPI.BYTE], source=p,
+                                                tag=TAG_DATA))
+        self._wait(requests, key, peers)
+        out: dict[int, Any] = {self.device: value}
+        for p, bufs in received.items():
+            out[p] = type(value)(bufs) if isinstance(value, (list, tuple)) else bufs[0]
+        return out
+
+    def reduce(self, key: Any, device: int, arrays: list[np.ndarray], group: Sequence[int],
+               fold: Callable[[list[np.ndarray]], np.ndarray]) -> list[np.ndarray]:
+        """Each array folded elementwise over `group` in group order: device j of the group folds the
+        j-th piece of every array (gathered from all), then every device gathers the folded pieces."""
+        group = tuple(group)
+        peers = self._peers(group)
+        arrays = [np.ascontiguousarray(a) for a in arrays]
+        self._headers(key, peers, arrays, "reduce", order=group)
+        n_group, me = len(group), group.index(self.device)
+        out = []
+        for a in arrays:
+            flat = a.reshape(-1)
+            bounds = [len(flat) * j // n_group for j in range(n_group + 1)]
+            lo, hi = bounds[me], bounds[me + 1]
+            pieces: list[np.ndarray] = []
+            requests = []
+            for j, p in enumerate(group):
+                if p == self.device:
+                    pieces.append(flat[lo:hi])
+                    continue
+                pieces.append(np.empty(hi - lo, a.dtype))
+                if hi > lo:
+                    requests.append(self.comm.Irecv([pieces[-1].view(np.uint8), self.MPI.BYTE], source=p,
+                                                    tag=TAG_DATA))
+                if bounds[j + 1] > bounds[j]:
+                    requests.append(self.comm.Isend([flat[bounds[j]:bounds[j + 1]].view(np.uint8), self.MPI.BYTE],
+                                                    dest=p, tag=TAG_DATA))
+            self._wait(requests, key, peers)
+            result = np.empty_like(flat)
+            result[lo:hi] = fold(pieces)
+            requests = []
+            for j, p in enumerate(group):
+                if p == self.device:
+                    continue
+                if bounds[j + 1] > bounds[j]:
+                    requests.append(self.comm.Irecv([result[bounds[j]:bounds[j + 1]].view(np.uint8), self.MPI.BYTE],
+                                                    source=p, tag=TAG_DATA))
+                if hi > lo:
+                    requests.append(self.comm.Isend([result[lo:hi].view(np.uint8), self.MPI.BYTE], dest=p,
+                                                    tag=TAG_DATA))
+            self._wait(requests, key, peers)
+            out.append(result.reshape(a.shape))
+        return out
+
+    def _peers(self, participants: Any) -> tuple[int, ...]:
+        size = self.comm.Get_size()
+        peers = tuple(sorted(set(range(size) if participants is None else participants)))
+        if self.device not in peers:
+            raise RendezvousError(f"device {self.device} is not among the devices {list(peers)} of its collective")
+        return peers
+
+    def _headers(self, key: Any, peers: tuple[int, ...], arrays: list[np.ndarray], kind: str,
+                 order: Sequence[int] | None = None) -> None:
+        """Swap (instruction, execution, devices, operands) with every peer; differing ones are an error."""
+        mine = (key, kind, tuple(order or peers), tuple((a.shape, a.dtype.name) for a in arrays))
+        note = pickle.dumps(mine)
+        others = [p for p in peers if p != self.device]
+        bufs = {p: bytearray(2 * len(note) + 65536) for p in others}  # room for a differing header
+        requests = [self.comm.Isend([note, self.MPI.BYTE], dest=p, tag=TAG_HEADER) for p in others]
+        receives = [self.comm.Irecv([bufs[p], self.MPI.BYTE], source=p, tag=TAG_HEADER) for p in others]
+        self._wait(requests + receives, key, peers)
+        for p, req in zip(others, receives):
+            theirs = pickle.loads(bytes(bufs[p]))
+            if theirs != mine:
+                raise RendezvousError(
+                    f"mismatched collectives: device {self.device} is at {_what(mine)}, device {p} at "
+                    f"{_what(theirs)}")
+
+    def _wait(self, requests: list, key: Any, peers: Sequence[int]) -> None:
+        """Until every request completes; errors when a peer failed or finished, or on the timeout."""
+        if not requests or self.MPI.Request.Testall(requests):
+            return
+        start = time.monotonic()
+        finished_at: float | None = None
+        pause = 0.0
+        while not self.MPI.Request.Testall(requests):
+            now = time.monotonic()
+            self._control(key)
+            gone = sorted(p for p in peers if _STATE["done"][p])
+            if gone:
+                finished_at = finished_at or now
+                if now - finished_at > 1.0:  # what it sent before finishing has had time to arrive
+                    raise RendezvousError(f"device {self.device} waits at {key[0]!r} for device(s) {gone}, which "
+                                          "finished")
+            if now - start > self.timeout:
+                raise RendezvousError(f"device {self.device} waited {self.timeout:g} s at {key[0]!r} for devices "
+                                      f"{[p for p in peers if p != self.device]} (HLO_MLIR_MPI_TIMEOUT)")
+            if now - start > 0.05:  # spin at first (MPI progresses inside the test calls), then back off
+                time.sleep(pause)
+                pause = min(pause * 2 + 1e-5, 1e-3)
+
+    def _control(self, key: Any, failed: set[int] | None = None) -> None:
+        """Read control notes: a failed device stops this one's wait (or joins `failed` when given);
+        finished devices are counted."""
+        status = self.MPI.Status()
+        while self.comm.Iprobe(source=self.MPI.ANY_SOURCE, tag=TAG_CONTROL, status=status):
+            buf = bytearray(status.Get_count(self.MPI.BYTE))
+            self.comm.Recv([buf, self.MPI.BYTE], source=status.Get_source(), tag=TAG_CONTROL)
+            kind, device, *rest = pickle.loads(bytes(buf))
+            if kind == "failed":
+                _STATE["peer_failed"] = True
+                if failed is not None:
+                    failed.add(device)
+                    continue
+                raise RendezvousError(f"device {device} failed while device {self.device} waited at {key[0]!r}: "
+                                      f"{rest[0]}")
+            _STATE["done"][device] += 1
+
+    # -- send / recv -----------------------------------------------------------------------------
+    def channel_put(self, key: Any, value: Any) -> None:
+        target = key[2]
+        if target == self.device:
+            self.channels.setdefault(key, deque()).append(value)
+            return
+        note = pickle.dumps((key, value))
+        self.sends.append((note, self.comm.Isend([note, self.MPI.BYTE], dest=target, tag=TAG_CHANNEL)))
+
+    def channel_get(self, key: Any, device: int, source: int) -> Any:
+        """The oldest value sent on `key` (by device `source`), waiting for it to arrive."""
+        queue = self.channels.setdefault(key, deque())
+        if not queue and source == device:
+            raise RendezvousError(f"nothing has been sent on {key!r} (a send must come before its recv-done)")
+        start = time.monotonic()
+        status = self.MPI.Status()
+        while not queue:
+            if self.comm.Iprobe(source=source, tag=TAG_CHANNEL, status=status):
+                buf = bytearray(status.Get_count(self.MPI.BYTE))
+                self.comm.Recv([buf, self.MPI.BYTE], source=source, tag=TAG_CHANNEL)
+                got_key, value = pickle.loads(bytes(buf))
+                self.channels.setdefault(got_key, deque()).append(value)
+                continue
+            self._control((f"recv on channel {key[0]}",))
+            if _STATE["done"][source]:
+                raise RendezvousError(f"device {device} waits for device {source} to send on channel {key[0]}, "
+                                      "but it finished")
+            if time.monotonic() - start > self.timeout:
+                raise RendezvousError(f"device {device} waited {self.timeout:g} s for device {source} to send on "
+                                      f"channel {key[0]} (HLO_MLIR_MPI_TIMEOUT)")
+            time.sleep(1e-4)
+        return queue.popleft()
+
+    # -- end of the run ----------------------------------------------------------------------------
+    def finish(self, device: int) -> None:
+        """Tell the others this device is done (a device still waiting for it then stops with an error),
+        and wait until every other device is done or failed: then no message is left unreceived."""
+        note = pickle.dumps(("done", self.device))
+        others = [r for r in range(self.comm.Get_size()) if r != self.device]
+        requests = [req for _, req in self.sends]
+        requests += [self.comm.Isend([note, self.MPI.BYTE], dest=r, tag=TAG_CONTROL) for r in others]
+        failed: set[int] = set()
+        start = time.monotonic()
+        while not self.MPI.Request.Testall(requests) or any(not _STATE["done"][r] and r not in failed
+                                                             for r in others):
+            self._control(("the end of the run",), failed)
+            if time.monotonic() - start > self.timeout:
+                raise HloError(f"device {self.device} finished, but waited {self.timeout:g} s for the others to "
+                               "finish (or for values it sent on a channel to be received) (HLO_MLIR_MPI_TIMEOUT)")
+            time.sleep(1e-4)
+        for r in others:
+            if _STATE["done"][r]:
+                _STATE["done"][r] -= 1
+        self.sends.clear()
+
+    def fail(self, error: BaseException) -> None:
+        """Tell the others this device failed, unless it only stopped because another one did."""
+        notify_failure(error.format() if isinstance(error, HloError) else f"{type(error).__name__}: {error}")
+
+
+def _what(header: tuple) -> str:
+    key, kind, devices, operands = header
+    shapes = ", ".join(f"{dtype}{list(shape)}" for shape, dtype in operands) or "no operands"
+    return f"{key[0]!r} (execution {key[1]}, {kind} over devices {list(devices)}, {shapes})"

@@ -1,0 +1,291 @@
+"""Devices as MPI processes (issue 16): `mpiexec -n N hlo-run FILE --mpi` and in-process `--replicas N`
+on the multi-device corpus (test/corpus/mpi: JAX programs as XLA holds them after spmd-partitioning,
+plus a hand-written replica-form module), every device's outputs checked against XLA running the same
+text on N host devices; faults (a killed process, a failing one, mismatched collectives) end the run
+within seconds instead of hanging.
+
+Run as a script (`python test_mpi.py oracle N OUT_DIR FILE...`) this file is the XLA side: it needs
+XLA_FLAGS set before jax is imported, hence a process of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "mpi"
+MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
+HLO_RUN = [sys.executable, "-m", "hlo_mlir.tools.hlo_run"]
+FILES = sorted(p.name for p in CORPUS.glob("*.hlo"))
+# Pure data movement and sums of two: XLA's results bit for bit. The others do arithmetic (dot, tanh)
+# where our kernels and XLA's may round differently.
+EXACT = ("all_gather", "all_to_all", "ring_permute", "reduce_scatter.n2", "mesh_2x2", "replica_form")
+TIMEOUT_S = 120
+
+
+def devices_of(name: str) -> int:
+    return int(re.search(r"\.n(\d+)\.hlo$", name).group(1))
+
+
+def _header(text: str) -> tuple[int, int]:
+    first = text.split("\n", 1)[0]
+    get = {k: int(v) for k, v in re.findall(r"(replica_count|num_partitions)=(\d+)", first)}
+    return get.get("replica_count", 1), get.get("num_partitions", 1)
+
+
+def _parameter_shapes(name: str) -> list[tuple[tuple[int, ...], np.dtype]]:
+    import hlo_mlir
+    from hlo_mlir import io
+
+    module = hlo_mlir.load(CORPUS / name)
+    return [(tuple(t.dims), np.dtype(t.element.dtype)) for t in io.entry_parameter_types(module)]
+
+
+def _write_inputs(name: str, where: Path) -> list[list[np.ndarray]]:
+    """Each device's own random inputs, saved as where/in.<device>.npz (keys arg0, ...)."""
+    per_device = []
+    for d in range(devices_of(name)):
+        rng = np.random.default_rng(100 + d)
+        args = [rng.standard_normal(shape).astype(dtype) for shape, dtype in _parameter_shapes(name)]
+        np.savez(where / f"in.{d}.npz", **{f"arg{i}": a for i, a in enumerate(args)})
+        per_device.append(args)
+    return per_device
+
+
+@pytest.fixture(scope="module")
+def expected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[list[np.ndarray]]]:
+    """XLA's outputs per file and device (one XLA process per device count)."""
+    root = tmp_path_factory.mktemp("mpi")
+    out: dict[str, list[list[np.ndarray]]] = {}
+    for n in sorted({devices_of(f) for f in FILES}):
+        names = [f for f in FILES if devices_of(f) == n]
+        for f in names:
+            (root / f).mkdir()
+            _write_inputs(f, root / f)
+        proc = subprocess.run([sys.executable, __file__, "oracle", str(n), str(root), *names], capture_output=True, check=False,
+                              text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        for f in names:
+            out[f] = [_npz(root / f / f"xla.{d}.npz") for d in range(n)]
+    out["root"] = root  # type: ignore[assignment]
+    return out
+
+
+def _npz(path: Path) -> list[np.ndarray]:
+    with np.load(path) as z:
+        return [z[f"out{i}"] for i in range(len(z.files))]
+
+
+def _check(name: str, got: list[np.ndarray], want: list[np.ndarray], device: int) -> None:
+    assert len(got) == len(want), f"{name} device {device}: {len(got)} outputs, XLA {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.shape == w.shape and g.dtype == w.dtype, f"{name} device {device} out{i}"
+        if name.startswith(EXACT):
+            np.testing.assert_array_equal(g, w, err_msg=f"{name} device {device} out{i}")
+        else:
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6, err_msg=f"{name} device {device} out{i}")
+
+
+def _mpiexec(n: int, *args: str, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess:
+    return subprocess.run([MPIEXEC, "-n", str(n), *HLO_RUN, *args, "--mpi"], capture_output=True, text=True, check=False,
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_corpus_under_mpiexec(name: str, expected: dict, tmp_path: Path) -> None:
+    """Every device's outputs under `mpiexec -n N ... --mpi` (interpreter) are XLA's."""
+    n = devices_of(name)
+    where = expected["root"] / name
+    proc = _mpiexec(n, str(CORPUS / name), "--backend", "interpreter", "--inputs", str(where / "in.{rank}.npz"),
+                    "--outputs", str(tmp_path / "out.{rank}.npz"))
+    assert proc.returncode == 0, proc.stderr
+    for d in range(n):
+        _check(name, _npz(tmp_path / f"out.{d}.npz"), expected[name][d], d)
+
+
+@pytest.mark.parametrize("name", ["dp_train_step.n4.hlo", "mesh_2x2.n4.hlo", "replica_form.n4.hlo"])
+def test_corpus_under_mpiexec_jit(name: str, expected: dict, tmp_path: Path) -> None:
+    """The JIT's collectives (host calls into the same kernels) over MPI give XLA's results too."""
+    n = devices_of(name)
+    where = expected["root"] / name
+    proc = _mpiexec(n, str(CORPUS / name), "--backend", "jit", "--inputs", str(where / "in.{rank}.npz"),
+                    "--outputs", str(tmp_path / "out.{rank}.npz"))
+    assert proc.returncode == 0, proc.stderr
+    for d in range(n):
+        _check(name, _npz(tmp_path / f"out.{d}.npz"), expected[name][d], d)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_corpus_in_process(name: str, expected: dict) -> None:
+    """The same modules with the devices as threads of one process (Module.run(replicas=N))."""
+    import hlo_mlir
+
+    n = devices_of(name)
+    where = expected["root"] / name
+    args = [_npz_args(where / f"in.{d}.npz") for d in range(n)]
+    results = hlo_mlir.load(CORPUS / name).run(replicas=n, device_args=args)
+    for d in range(n):
+        _check(name, [np.asarray(v) for v in results[d]], expected[name][d], d)
+
+
+def _npz_args(path: Path) -> list[np.ndarray]:
+    with np.load(path) as z:
+        return [z[f"arg{i}"] for i in range(len(z.files))]
+
+
+def test_rank_paths_in_process(expected: dict, tmp_path: Path) -> None:
+    """--replicas N reads in.{rank}.npz per device and writes out.{rank}.npz; an output path without {rank}
+    is device 0's."""
+    name = "ring_permute.n4.hlo"
+    where = expected["root"] / name
+    proc = subprocess.run([*HLO_RUN, str(CORPUS / name), "--replicas", "4", "--backend", "interpreter", "--inputs",
+                           str(where / "in.{rank}.npz"), "--outputs", str(tmp_path / "out.{rank}.npz")],
+                          capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+    assert proc.returncode == 0, proc.stderr
+    for d in range(4):
+        _check(name, _npz(tmp_path / f"out.{d}.npz"), expected[name][d], d)
+    proc = subprocess.run([*HLO_RUN, str(CORPUS / name), "--replicas", "4", "--backend", "interpreter", "--inputs",
+                           str(where / "in.{rank}.npz"), "--outputs", str(tmp_path / "all.npz")],
+                          capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in tmp_path.glob("all*")) == ["all.npz"]
+    _check(name, _npz(tmp_path / "all.npz"), expected[name][0], 0)
+
+
+def test_print_names_each_device() -> None:
+    proc = _mpiexec(2, str(CORPUS / "all_gather.n2.hlo"), "--random-inputs", "--backend", "interpreter", "--print")
+    assert proc.returncode == 0, proc.stderr
+    assert "device 0:\nf32[4,3]" in proc.stdout and "device 1:\nf32[4,3]" in proc.stdout
+
+
+def test_process_count_must_match_the_header() -> None:
+    proc = _mpiexec(3, str(CORPUS / "all_gather.n2.hlo"), "--random-inputs", "--backend", "interpreter",
+                    timeout=60)
+    assert proc.returncode != 0
+    assert "num_partitions=2 = 2 device(s), but mpiexec started 3 process(es)" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_killed_process_stops_the_others_within_10s(tmp_path: Path) -> None:
+    """Device 1 dies (SIGKILL) while device 0 waits for it in an all-reduce: mpiexec ends the run, non-zero."""
+    die = "from mpi4py import MPI; import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+    start = time.monotonic()
+    proc = subprocess.run([MPIEXEC, "-n", "1", *HLO_RUN, str(CORPUS / "dp_train_step.n2.hlo"), "--random-inputs",
+                           "--backend", "interpreter", "--mpi", ":", "-n", "1", sys.executable, "-c", die],
+                          capture_output=True, text=True, timeout=60, check=False)
+    elapsed = time.monotonic() - start
+    assert proc.returncode != 0
+    assert elapsed < 10, elapsed
+    assert "KILLED BY SIGNAL: 9" in proc.stdout + proc.stderr or "signal 9" in proc.stdout + proc.stderr
+
+
+def test_failing_device_stops_the_others_naming_device_and_instruction(expected: dict, tmp_path: Path) -> None:
+    """Device 1 cannot read its inputs; device 0, waiting for it at the first all-reduce, stops with an
+    error naming itself, the instruction and device 1's failure."""
+    name = "dp_train_step.n2.hlo"
+    (tmp_path / "in.0.npz").write_bytes((expected["root"] / name / "in.0.npz").read_bytes())
+    start = time.monotonic()
+    proc = _mpiexec(2, str(CORPUS / name), "--backend", "interpreter", "--inputs", str(tmp_path / "in.{rank}.npz"),
+                    timeout=60)
+    assert proc.returncode != 0
+    assert time.monotonic() - start < 10
+    assert "error: device 1: cannot read" in proc.stderr
+    assert re.search(r"error: device 0: all-reduce '[^']+': device 1 failed while device 0 waited at", proc.stderr)
+    assert "Traceback" not in proc.stderr
+
+
+MISMATCH = """HloModule mismatch, num_partitions=2
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+on_zero {
+  x = f32[4] parameter(0)
+  ROOT sum_a = f32[4] all-reduce(x), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=add
+}
+
+on_one {
+  x = f32[4] parameter(0)
+  ROOT sum_b = f32[4] all-reduce(x), channel_id=2, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=add
+}
+
+ENTRY e {
+  p = f32[4] parameter(0)
+  pid = u32[] partition-id()
+  zero = u32[] constant(0)
+  first = pred[] compare(pid, zero), direction=EQ
+  ROOT c = f32[4] conditional(first, p, p), true_computation=on_zero, false_computation=on_one
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "jit"])
+def test_mismatched_collectives_are_an_error_not_a_deadlock(tmp_path: Path, backend: str) -> None:
+    path = tmp_path / "mismatch.hlo"
+    path.write_text(MISMATCH)
+    start = time.monotonic()
+    proc = _mpiexec(2, str(path), "--random-inputs", "--backend", backend, timeout=60)
+    assert proc.returncode != 0
+    assert time.monotonic() - start < 30
+    assert "mismatched collectives" in proc.stderr and "'sum_a'" in proc.stderr and "'sum_b'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+# -- the XLA side ---------------------------------------------------------------------------------------
+def _manual(text: str) -> str:
+    """The partition form as XLA:CPU compiles it: every instruction sharding={manual}."""
+    text = re.sub(r", sharding=\{(?:[^{}]|\{[^{}]*\})*\}", "", text)
+    lines = []
+    for line in text.splitlines():
+        if re.match(r"\s*(ROOT\s+)?%?[\w.\-]+ = ", line):
+            m = re.search(r", metadata=|$", line)
+            line = line[:m.start()] + ", sharding={manual}" + line[m.start():]
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _oracle(n: int, root: Path, names: list[str]) -> None:
+    os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={n}"
+    import jax
+    import jaxlib._hlo as xla_hlo
+    from jax._src.lib import _jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    devices = jax.devices("cpu")[:n]
+    sharding = NamedSharding(Mesh(np.array(devices), ("d",)), PartitionSpec("d"))
+    client = devices[0].client
+    for name in names:
+        text = (CORPUS / name).read_text()
+        replicas, partitions = _header(text)
+        if partitions > 1:
+            text = _manual(text)
+        shlo = _jax.mlir.hlo_to_stablehlo(xla_hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto())
+        options = _jax.CompileOptions()
+        build = options.executable_build_options
+        build.num_replicas, build.num_partitions = replicas, partitions
+        build.use_spmd_partitioning = partitions > 1
+        build.device_assignment = _jax.DeviceAssignment.create(np.arange(n).reshape(replicas, partitions))
+        exe = client.compile_and_load(shlo, devices, options)
+        per_device = [_npz_args(root / name / f"in.{d}.npz") for d in range(n)]
+        args = [jax.make_array_from_single_device_arrays((n * parts[0].shape[0], *parts[0].shape[1:]), sharding,
+                                                         [jax.device_put(a, dev) for a, dev in zip(parts, devices)])
+                for parts in zip(*per_device)]
+        outs = exe.execute_sharded(args).disassemble_into_single_device_arrays()
+        for d in range(n):
+            leaves = [np.asarray(next(s for s in shards if s.devices() == {devices[d]})) for shards in outs]
+            np.savez(root / name / f"xla.{d}.npz", **{f"out{i}": a for i, a in enumerate(leaves)})
+
+
+if __name__ == "__main__":
+    assert sys.argv[1] == "oracle"
+    _oracle(int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:])
