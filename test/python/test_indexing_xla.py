@@ -51,8 +51,8 @@ def test_exact_bytes_of_runtime_variables() -> None:
         "rt0 in [0, 15], rt1 in [0, 20]",
         "runtime variables:",
         "",
-        "rt0: %of1 = s32[] parameter(2); (d0, d1) -> (), domain: d0 in [0, 19], d1 in [0, 29]",
-        "rt1: %of2 = s32[] parameter(3); (d0, d1) -> (), domain: d0 in [0, 19], d1 in [0, 29]",
+        "rt0: parameter(2); (d0, d1) -> (), domain: d0 in [0, 19], d1 in [0, 29]",
+        "rt1: parameter(3); (d0, d1) -> (), domain: d0 in [0, 19], d1 in [0, 29]",
     ]
 
 
@@ -284,7 +284,7 @@ FUSIONS = {
           ROOT dynamic-slice = s32[10] dynamic-slice(p0, offset), dynamic_slice_sizes={10}
         }""",
         "operand id = 0 (d0){rt0} -> (d0 + rt0), domain: d0 in [0, 9], rt0 in [0, 90] runtime variables:"
-        " rt0: %offset = s64[] constant(99); (d0) -> (), domain: d0 in [0, 9]",
+        " rt0: constant(99); (d0) -> (), domain: d0 in [0, 9]",
     ),
     "rt_var_iota": (
         """f {
@@ -313,7 +313,7 @@ FUSIONS = {
         }""",
         "operand id = 0 (d0, d1){rt0} -> (0, d1 + rt0 - 4096), domain: d0 in [0, 0], d1 in [0, 4095],"
         " rt0 in [0, 4096], d1 + rt0 in [4096, 8191] runtime variables:"
-        " rt0: %bitcast.4 = s32[] bitcast(%slice); (d0, d1) -> (), domain: d0 in [0, 0], d1 in [0, 4095]"
+        " rt0: %bitcast.4; (d0, d1) -> (), domain: d0 in [0, 0], d1 in [0, 4095]"
         " operand id = 1 (d0, d1) -> (0), domain: d0 in [0, 0], d1 in [0, 4095]",
     ),
     "unsupported_op_inside": (
@@ -357,10 +357,10 @@ def test_dynamic_slice_of_dynamic_slice() -> None:
       operand id = 0 (d0, d1){rt0, rt1, rt2, rt3} -> (d0 + rt0 + rt2, d1 + rt1 + rt3),
       domain: d0 in [0, 24], d1 in [0, 15], rt0 in [0, 100], rt1 in [0, 32], rt2 in [0, 25], rt3 in [0, 16]
       runtime variables:
-      rt0: %of11 = s32[] parameter(1); (d0, d1){rt0, rt1} -> (), domain: d0 in [0, 24], d1 in [0, 15],
+      rt0: parameter(1); (d0, d1){rt0, rt1} -> (), domain: d0 in [0, 24], d1 in [0, 15],
         rt0 in [0, 25], rt1 in [0, 16], d0 + rt0 in [0, 49], d1 + rt1 in [0, 31]
-      rt1: %of12 = s32[] parameter(2); (d0, d1){rt0, rt1} -> (), domain: d0 in [0, 24], d1 in [0, 15],
+      rt1: parameter(2); (d0, d1){rt0, rt1} -> (), domain: d0 in [0, 24], d1 in [0, 15],
         rt0 in [0, 25], rt1 in [0, 16], d0 + rt0 in [0, 49], d1 + rt1 in [0, 31]
-      rt2: %of21 = s32[] parameter(3); (d0, d1) -> (), domain: d0 in [0, 24], d1 in [0, 15]
-      rt3: %of22 = s32[] parameter(4); (d0, d1) -> (), domain: d0 in [0, 24], d1 in [0, 15]
+      rt2: parameter(3); (d0, d1) -> (), domain: d0 in [0, 24], d1 in [0, 15]
+      rt3: parameter(4); (d0, d1) -> (), domain: d0 in [0, 24], d1 in [0, 15]
     """)

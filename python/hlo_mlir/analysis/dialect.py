@@ -12,7 +12,6 @@ import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-import numpy as np
 from mlir import ir
 
 from hlo_mlir.analysis.indexing_map import IndexingMap
@@ -20,6 +19,7 @@ from hlo_mlir.analysis.op_maps import compute_input_to_output_indexing, compute_
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import from_mlir_type, opcode_of
 from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.frontend.literals import attr_to_array
 from hlo_mlir.types import ArrayType, TupleType
 
 _SHAPE = re.compile(r"\s*\w+\[([^\]]*)\]\s*(?:\{([^}]*)\})?")
@@ -113,18 +113,15 @@ def _str_attr(attrs: ir.OpAttributeMap | ir.DictAttr, name: str) -> str | None:
 
 
 def _constant_value(op: ir.Operation) -> object | None:
+    """Small integer constants (the ones runtime offsets fold to), decoded as the interpreter does."""
     if "value" not in op.attributes:
         return None
-    attr = op.attributes["value"]
-    shape = ir.ShapedType(attr.type).shape
-    if not isinstance(attr, ir.DenseIntElementsAttr) or int(np.prod(shape)) > _MAX_CONSTANT_ELEMENTS:
-        return None
     result = from_mlir_type(op.results[0].type)
-    if not isinstance(result, ArrayType) or result.element.hlo.startswith("c"):
+    if not isinstance(result, ArrayType) or result.num_elements > _MAX_CONSTANT_ELEMENTS:
         return None
-    arr = np.array(attr)
-    if attr.is_splat:
-        arr = np.full(shape, arr.reshape(-1)[0])
+    if not (result.element.is_integer or result.element.is_pred):
+        return None
+    arr = attr_to_array(op.attributes["value"], result)
     return arr if arr.ndim else arr.item()
 
 

@@ -125,7 +125,7 @@ def _xla_map(m: IndexingMap, runtime_section: bool) -> str:
     if runtime_section and m.rt_vars:
         text += "\nruntime variables:\n"
         for i, rt in enumerate(m.rt_vars):
-            text += f"\nrt{i}: {format_instruction(rt.hlo, '%')}; {_xla_map(rt.map, False)}"
+            text += f"\nrt{i}: {format_runtime_source(rt.hlo)}; {_xla_map(rt.map, False)}"
     return text
 
 
@@ -228,6 +228,16 @@ def _literal(value: object) -> str:
         v = arr.item()
         return ("true" if v else "false") if isinstance(v, bool) else str(v)
     return "{" + ", ".join(_literal(x) for x in arr) + "}"
+
+
+def format_runtime_source(instr: object) -> str:
+    """The instruction a runtime variable reads, as XLA's `OperandIndexing::ToString` names it:
+    `parameter(N)`, `constant(V)`, otherwise `%name` (names differ between HLO and StableHLO)."""
+    if instr.opcode == "parameter":
+        return f"parameter({instr.attrs['parameter_number']})"
+    if instr.opcode == "constant" and "value" in instr.attrs:
+        return f"constant({_literal(instr.attrs['value'])})"
+    return f"%{instr.name}"
 
 
 def format_instruction(instr: object, sigil: str) -> str:
