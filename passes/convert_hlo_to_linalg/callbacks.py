@@ -20,12 +20,9 @@ the result is the interpreter's by construction:
 from __future__ import annotations
 
 import weakref
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
-from mlir import ir
-from mlir.dialects import bufferization, func, memref
-
 from hlo_mlir.passes.convert_hlo_to_linalg.core import (
     CUSTOM_CALL_RULES,
     Converter,
@@ -37,8 +34,10 @@ from hlo_mlir.passes.convert_hlo_to_linalg.core import (
 )
 from hlo_mlir.runtime import host
 from hlo_mlir.types import ArrayType, HloType, TokenType, TupleType
+from mlir import ir
+from mlir.dialects import bufferization, func, memref
 
-_INTERPRETERS: "weakref.WeakKeyDictionary[Converter, object]" = weakref.WeakKeyDictionary()
+_INTERPRETERS: weakref.WeakKeyDictionary[Converter, object] = weakref.WeakKeyDictionary()
 
 
 def _memref(t: ArrayType, dynamic_layout: bool) -> ir.MemRefType:
@@ -49,12 +48,14 @@ def _memref(t: ArrayType, dynamic_layout: bool) -> ir.MemRefType:
     return ir.MemRefType.get(list(t.dims), et, layout)
 
 
-def host_call(rw: Rewriter, fn: Callable[[list[np.ndarray]], Sequence[np.ndarray]], inputs: Sequence[ir.Value],
-              in_types: Sequence[ArrayType], out_types: Sequence[ArrayType]) -> list[ir.Value]:  # fmt: skip
-    """Emit a call running `fn(input arrays) -> output arrays` on the host; returns the output tensors."""
+def host_call(rw: Rewriter, fn: Callable[..., object], inputs: Sequence[ir.Value], in_types: Sequence[ArrayType],
+              out_types: Sequence[ArrayType], in_place: bool = False) -> list[ir.Value]:  # fmt: skip
+    """Emit a call running `fn(input arrays) -> output arrays` on the host (with `in_place`,
+    `fn(input views, output views)` filling the outputs); returns the output tensors."""
     if rw.scalar:
         raise rw.unsupported("a host callback inside a scalar computation")
-    name = host.new_symbol(host.HostFunction(fn, list(in_types), list(out_types), f"{rw.opcode}"), rw.opcode)
+    hf = host.HostFunction(fn, list(in_types), list(out_types), f"{rw.opcode}", in_place)
+    name = host.new_symbol(hf, rw.opcode)
     in_mr = [_memref(t, True) for t in in_types]
     out_mr = [_memref(t, False) for t in out_types]
     module_block = next(iter(rw.conv.funcs.values())).operation.parent.regions[0].blocks[0]
@@ -105,6 +106,11 @@ def interpreter_step(rw: Rewriter) -> tuple[object, object]:
     raise rw.error(f"internal error: no interpreter step for '{rw.opcode}'")
 
 
+def device_context(interp: object) -> object:
+    """The interpreter as the device running the calling thread sees it (ids, the run's services)."""
+    return host.replica_context(interp)
+
+
 def interpreter_call(rw: Rewriter) -> list[ir.Value]:
     """Run the interpreter's kernel for this op on the host, at the op's place in the compiled code."""
     interp, step = interpreter_step(rw)
@@ -118,7 +124,7 @@ def interpreter_call(rw: Rewriter) -> list[ir.Value]:
     def run(arrays: list[np.ndarray], _keep: object = source) -> list[np.ndarray]:
         flat = list(arrays)
         args = [_unflatten(t, flat) for t in op_types]
-        ctx = host.replica_context(interp)
+        ctx = device_context(interp)
         return _flatten(result_t, step.kernel(step.info, args, ctx))  # type: ignore[attr-defined]
 
     inputs = [v for i in range(rw.num_operands) for v in rw.operand_leaves(i)]

@@ -142,16 +142,17 @@ class MpiServices:
         return out
 
     def reduce(self, key: Any, device: int, arrays: list[np.ndarray], group: Sequence[int],
-               fold: Callable[[list[np.ndarray]], np.ndarray]) -> list[np.ndarray]:
+               fold: Callable[[list[np.ndarray]], np.ndarray], outs: list[np.ndarray] | None = None) -> list[np.ndarray]:
         """Each array folded elementwise over `group` in group order: device j of the group folds the
-        j-th piece of every array (gathered from all), then every device gathers the folded pieces."""
+        j-th piece of every array (gathered from all), then every device gathers the folded pieces
+        (into `outs` when given: contiguous arrays of the operands' shapes)."""
         group = tuple(group)
         peers = self._peers(group)
         arrays = [np.ascontiguousarray(a) for a in arrays]
         self._headers(key, peers, arrays, "reduce", order=group)
         n_group, me = len(group), group.index(self.device)
         out = []
-        for a in arrays:
+        for i, a in enumerate(arrays):
             flat = a.reshape(-1)
             bounds = [len(flat) * j // n_group for j in range(n_group + 1)]
             lo, hi = bounds[me], bounds[me + 1]
@@ -169,7 +170,7 @@ class MpiServices:
                     requests.append(self.comm.Isend([flat[bounds[j]:bounds[j + 1]].view(np.uint8), self.MPI.BYTE],
                                                     dest=p, tag=TAG_DATA))
             self._wait(requests, key, peers)
-            result = np.empty_like(flat)
+            result = np.empty_like(flat) if outs is None else outs[i].reshape(-1)
             result[lo:hi] = fold(pieces)
             requests = []
             for j, p in enumerate(group):

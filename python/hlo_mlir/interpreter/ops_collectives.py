@@ -224,6 +224,27 @@ def reduce_among(op: OpView, ctx: Context, arrays: list[np.ndarray], group: tupl
         raise
 
 
+def all_reduce_into(op: OpView, arrays: list[np.ndarray], outs: list[np.ndarray], ctx: Context) -> None:
+    """all-reduce writing its results into `outs` (the JIT's buffers): with services that reduce into
+    place (MPI) no array is copied on the way."""
+    group = my_group(op, ctx)
+    services = getattr(ctx, "services", None)
+    if services is None or len(group) == 1 or not hasattr(services, "reduce"):
+        # Threads of one process read each other's operands after the rendezvous, when the owner's
+        # compiled code may already reuse its buffer: they get copies.
+        for out, value in zip(outs, _all_reduce(op, [np.array(a) for a in arrays], ctx)):
+            out[...] = value
+        return
+    count = services.count(device_of(ctx), op.name)
+    try:
+        services.reduce((op.name, count), device_of(ctx), list(arrays), group, lambda parts: _combine(op, ctx, parts),
+                        outs)
+    except Exception as e:
+        if type(e).__name__ == "RendezvousError":
+            raise InterpreterError(op, str(e)) from None
+        raise
+
+
 @kernel("all-reduce", "cross-replica-sum")
 def all_reduce(op: OpView, args: list, ctx: Context) -> Value:
     # cross-replica-sum is XLA's former name of all-reduce; without to_apply it sums.  (The hlo

@@ -19,7 +19,7 @@ import copy
 import ctypes
 import itertools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,12 +33,15 @@ ATTRIBUTE = "hlo.host_function"  # unit attribute marking the external declarati
 
 @dataclass
 class HostFunction:
-    """`fn(inputs) -> outputs` on NumPy arrays; `what` names the op in error messages."""
+    """`fn(inputs) -> outputs` on NumPy arrays (copies of the operands); `what` names the op in error
+    messages. With `in_place`, `fn(inputs, outputs)` gets views of the compiled code's buffers themselves
+    (inputs must not be written) and fills `outputs`: no copy either way (collectives' big buffers)."""
 
-    fn: Callable[[list[np.ndarray]], Sequence[np.ndarray]]
+    fn: Callable[..., Any]
     inputs: list[ArrayType]
     outputs: list[ArrayType]
     what: str
+    in_place: bool = False
 
 
 FUNCTIONS: dict[str, HostFunction] = {}
@@ -111,6 +114,10 @@ def _trampoline(hf: HostFunction) -> Any:
         if pending:  # an earlier callback of this call failed: its results are garbage, stop doing work
             return
         try:
+            if hf.in_place:
+                hf.fn([_view(p, t) for p, t in zip(ptrs, hf.inputs)],
+                      [_view(p, t) for p, t in zip(ptrs[len(hf.inputs):], hf.outputs)])
+                return
             ins = [_view(p, t).copy() for p, t in zip(ptrs, hf.inputs)]
             outs = list(hf.fn(ins))
             if len(outs) != len(hf.outputs):
