@@ -103,9 +103,17 @@ def _move(rw: Rewriter, fallback: ir.AffineMap) -> list[ir.Value]:
 
 @rule("broadcast", wraps_sub_byte=True)
 def broadcast(rw: Rewriter) -> list[ir.Value]:
+    """An operand dimension of size 1 may map to a longer result dimension (XLA's degenerate broadcast):
+    it is read at index 0."""
     dims = list(rw.attrs.get("dimensions", ()))
-    rank = len(rw.result_shape())
-    return _move(rw, _permuted_map(rank, [ir.AffineDimExpr.get(d) for d in dims]))
+    shape, sizes = rw.result_shape(), _dims(rw.operand(0))
+    stretched = [sizes[i] == 1 and shape[d] != 1 for i, d in enumerate(dims)]
+    m = _permuted_map(len(shape), [ir.AffineConstantExpr.get(0) if s else ir.AffineDimExpr.get(d)
+                                   for s, d in zip(stretched, dims)])
+    if any(stretched):
+        x = rw.operand(0)
+        return rw.generic([x], [m], shape, [ir.RankedTensorType(x.type).element_type], lambda a, _o: [a])
+    return _move(rw, m)
 
 
 @rule("transpose", wraps_sub_byte=True)

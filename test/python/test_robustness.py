@@ -20,6 +20,7 @@ import hlo_mlir
 import numpy as np
 import pytest
 from hlo_mlir.diagnostics import HloError
+from hlo_mlir.oracle import run_xla, xla_available
 from hlo_mlir.passes.registry import PASSES
 from hlo_mlir.tools import hlo_opt, hlo_run
 
@@ -515,3 +516,20 @@ def test_unverified_run_names_the_broken_rule(tmp_path: Path) -> None:
     rc, _, err = call(hlo_run.main, [str(path), "--random-inputs", "--no-verify", *INTERPRETER])
     assert rc == 1
     assert "in.hlo:5:3: error: add 'a': operands must have the same shape, got f32[2,3] and f32[3,2]" in err
+
+
+@pytest.mark.skipif(not xla_available(), reason="XLA oracle unavailable")
+@pytest.mark.parametrize("operand, result, dims", [
+    ("f32[1]", "f32[4]", "0"), ("f32[1,3]", "f32[4,3]", "0,1"), ("f32[1,1]", "f32[4,5]", "0,1"),
+    ("f32[3,1]", "f32[2,3,5]", "1,2"), ("s8[1]", "s8[7]", "0"), ("pred[1]", "pred[7]", "0"), ("f32[1]", "f32[1,1]", "1"),
+])
+def test_degenerate_broadcast_matches_xla(operand: str, result: str, dims: str) -> None:
+    """A size-1 operand dimension stretched to a longer result dimension (the JIT's lowering failed to verify)."""
+    text = f"HloModule m\nENTRY e {{\n  p = {operand} parameter(0)\n  ROOT b = {result} broadcast(p), dimensions={{{dims}}}\n}}\n"
+    shape = [int(d) for d in re.findall(r"\d+", operand.split("[")[1])]
+    x = (np.arange(int(np.prod(shape))) + 1).reshape(shape).astype(np.bool_ if operand.startswith("pred") else
+                                                                   np.int8 if operand.startswith("s8") else np.float32)
+    want = run_xla(text, [x])[0]
+    for backend in ("interpreter", "jit"):
+        got = hlo_mlir.load(text).run(x, backend=backend)[0]
+        assert got.shape == want.shape and got.tobytes() == want.tobytes(), backend
