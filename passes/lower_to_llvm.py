@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import signal
+import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from mlir import ir
@@ -43,9 +47,29 @@ LLVM = (
 )
 
 
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Ctrl-C ends the process during the long native calls inside (MLIR pass pipelines, LLVM translation).
+
+    They hold the GIL for seconds on a big module (a 20,000-instruction chain: up to 11 s), so Python's
+    KeyboardInterrupt would wait for their end. Only when Ctrl-C means Python's default (raise
+    KeyboardInterrupt, which ends an uncaught program) and on the main thread: SIGINT gets its default action
+    meanwhile, so the process ends at once (exit status 130 in a shell). A program or tool that installed its
+    own SIGINT handler keeps it."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _run(module: ir.Module, pipeline: str, stage: str) -> None:
     try:
-        with module.context:
+        with module.context, interruptible():
             PassManager.parse(f"builtin.module({pipeline})").run(module.operation)
     except (ir.MLIRError, ValueError) as e:
         raise HloError(f"jit: lowering to {stage} failed: {e}") from None
@@ -133,7 +157,7 @@ def to_llvm_ir(module: ir.Module) -> str:
     """LLVM IR text of an LLVM-dialect module."""
     from mlir.dialects.llvm import translate_module_to_llvmir
 
-    with module.context:
+    with module.context, interruptible():
         return str(translate_module_to_llvmir(module.operation))
 
 

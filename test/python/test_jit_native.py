@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -208,3 +209,44 @@ def test_unusable_cache_directory_warns_and_compiles(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "is unusable" in proc.stderr and "compiling without it" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+_HOLD_IN_NATIVE_CALL = """
+import time
+from hlo_mlir.passes.lower_to_llvm import interruptible
+try:
+    with interruptible():
+        print("inside", flush=True)
+        time.sleep(30)  # stands for a pass pipeline holding the GIL, where KeyboardInterrupt would wait
+except KeyboardInterrupt:
+    print("waited for the call's end", flush=True)
+"""
+
+
+def test_ctrl_c_ends_the_process_during_a_native_lowering_call() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD_IN_NATIVE_CALL], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "inside"
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=10)
+    assert proc.returncode == -signal.SIGINT and rest == ""
+
+
+def test_a_program_own_ctrl_c_handler_is_kept_during_lowering() -> None:
+    from hlo_mlir.passes.lower_to_llvm import interruptible
+
+    previous = signal.getsignal(signal.SIGINT)
+
+    def own(signum: int, frame: object) -> None:
+        """A handler a program installed (IPython's, a server's)."""
+
+    try:
+        signal.signal(signal.SIGINT, own)
+        with interruptible():
+            assert signal.getsignal(signal.SIGINT) is own
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        with interruptible():
+            assert signal.getsignal(signal.SIGINT) == signal.SIG_DFL
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
