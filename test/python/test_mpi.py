@@ -241,6 +241,62 @@ def test_mismatched_collectives_are_an_error_not_a_deadlock(tmp_path: Path, back
     assert "Traceback" not in proc.stderr
 
 
+def test_device_waiting_for_a_finished_one_is_an_error(tmp_path: Path) -> None:
+    """Device 1 skips the all-reduce device 0 runs and finishes: device 0 stops with an error."""
+    text = MISMATCH.replace("ROOT sum_b = f32[4] all-reduce(x), channel_id=2, replica_groups={{0,1}}, "
+                            "use_global_device_ids=true, to_apply=add", "ROOT sum_b = f32[4] negate(x)")
+    path = tmp_path / "skip.hlo"
+    path.write_text(text)
+    proc = _mpiexec(2, str(path), "--random-inputs", "--backend", "interpreter", timeout=60)
+    assert proc.returncode != 0
+    assert "all-reduce 'sum_a': device 0 waits at 'sum_a' for device(s) [1], which finished" in proc.stderr
+
+
+PIPELINE = """HloModule pipeline, replica_count=4
+ENTRY e {
+  rid = u32[] replica-id()
+  r = f32[] convert(rid)
+  x = f32[2] broadcast(r), dimensions={}
+  tok = token[] after-all()
+  recv.1 = (f32[2], u32[], token[]) recv(tok), channel_id=1, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,2}}"}
+  send.1 = (f32[2], u32[], token[]) send(x, tok), channel_id=1, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,2}}"}
+  recv-done.1 = (f32[2], token[]) recv-done(recv.1), channel_id=1
+  send-done.1 = token[] send-done(send.1), channel_id=1
+  ROOT y = f32[2] get-tuple-element(recv-done.1), index=0
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "jit"])
+def test_send_recv_between_processes(tmp_path: Path, backend: str) -> None:
+    """Replica form, pairs {0,1},{1,2}: device 1 receives device 0's [0,0], device 2 device 1's [1,1];
+    devices 0 and 3 are no target and receive zeros (as in one process)."""
+    path = tmp_path / "pipeline.hlo"
+    path.write_text(PIPELINE)
+    proc = _mpiexec(4, str(path), "--backend", backend, "--outputs", str(tmp_path / "out.{rank}.npz"))
+    assert proc.returncode == 0, proc.stderr
+    got = [_npz(tmp_path / f"out.{d}.npz")[0] for d in range(4)]
+    for d, want in enumerate([[0, 0], [0, 0], [1, 1], [0, 0]]):
+        np.testing.assert_array_equal(got[d], want)
+
+
+def test_outfeed_per_device(tmp_path: Path) -> None:
+    """--outfeed with {rank}: each process writes what its device sent."""
+    path = tmp_path / "feed.hlo"
+    path.write_text("""HloModule feed, replica_count=2
+ENTRY e {
+  rid = u32[] replica-id()
+  tok = token[] after-all()
+  o = token[] outfeed(rid, tok), outfeed_shape=u32[]
+  ROOT r = u32[] copy(rid)
+}
+""")
+    proc = _mpiexec(2, str(path), "--backend", "interpreter", "--outfeed", str(tmp_path / "feed.{rank}.npz"))
+    assert proc.returncode == 0, proc.stderr
+    for d in range(2):
+        assert _npz(tmp_path / f"feed.{d}.npz") == [d]
+
+
 # -- the XLA side ---------------------------------------------------------------------------------------
 def _manual(text: str) -> str:
     """The partition form as XLA:CPU compiles it: every instruction sharding={manual}."""
