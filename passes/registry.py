@@ -47,7 +47,7 @@ PASSES: dict[str, PassInfo] = {
         PassInfo("tuple-simplify", "tuple_simplify", "fold get-tuple-element of tuple and tuple of its own elements"),
         PassInfo("constant-fold", "constant_fold", "evaluate instructions of constants with the interpreter"
                  " (option size-limit=N elements, default 65536)", options=("size-limit",)),
-        PassInfo("algebraic-simplify", "algebraic_simplify", "algebraic identities and no-op removal in the spirit"
+        PassInfo("algebraic-simplify", "algsimp", "algebraic identities and no-op removal in the spirit"
                  " of XLA's AlgebraicSimplifier"),
         PassInfo("reshape-simplify", "reshape_simplify", "cancel reshape/bitcast chains whose composed indexing map"
                  " is the identity, and merge the rest"),

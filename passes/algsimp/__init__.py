@@ -1,0 +1,56 @@
+"""algebraic-simplify: the rewrites of XLA's AlgebraicSimplifier that are exact, or exact under the
+conditions XLA itself assumes, which the rule says.
+
+Families live in their own modules (arith: arithmetic, logic, min/max, compare, select; shape: data
+movement; reduce: reduce, reduce-window, dot); each rule is `(ctx, op) -> ir.Value | None`, keyed by
+opcode, returning the value that replaces the op's result (an existing value or new ops built before
+`op`). The pass applies them over every computation until nothing changes.
+
+Where XLA's rewrite is exact only under a condition, the condition is checked: float products are
+reassociated only through powers of two and a*c + b*c is factored only for a power-of-two c (both
+sides then round once; overflow and underflow aside, as XLA assumes). Deliberately NOT done (XLA does
+some): x + (+0.0) for floats (-0 + +0 is +0), x * 0, x - x and compare(x, x) for floats (NaN, inf),
+exp(log x), x / c -> x * (1/c) for c not a power of two, reassociation of float sums, float
+select(a > b, a, b) -> max (NaN). Ops with a non-default layout in
+`hlo.shape` are left alone by the shape rules; ops with side effects are never rewritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from mlir import ir
+
+from hlo_mlir.dialects import edit, opcode_of
+
+from . import arith, reduce, shape  # noqa: F401  (register their rules)
+from .core import RULES, Ctx
+
+
+def _apply(ctx: Ctx, op: ir.Operation) -> bool:
+    for rewrite in RULES.get(opcode_of(op), ()):
+        value = rewrite(ctx, op)
+        if value is None or value == op.results[0]:
+            continue
+        op.results[0].replace_all_uses_with(value)
+        op.erase()
+        return True
+    return False
+
+
+def run(module: ir.Module, options: Mapping[str, str]) -> bool:
+    ctx = Ctx(module, edit.Names(module))
+    effectful = edit.effectful_computations(module)
+    changed_any, changed = False, True
+    while changed:
+        changed = False
+        for fn in edit.functions(module).values():
+            for op in list(edit.instructions(fn)):
+                if len(op.results) != 1 or edit.has_side_effect_deep(op, effectful):
+                    continue
+                if _apply(ctx, op):
+                    changed = True
+        changed_any |= changed
+    if changed_any:
+        edit.drop_parameter_positions(module)
+    return changed_any

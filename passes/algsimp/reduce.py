@@ -1,0 +1,179 @@
+"""Reduce, reduce-window and dot rewrites. A reduce is recognised by its reducer (a computation that is
+one binary op of its parameters, `traits.reducer_kind`); only single-operand reduces are rewritten."""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+
+from hlo_mlir.types import ArrayType
+
+from .core import Ctx, array, attrs, default_layout, producer, rule, same_type, splat
+
+# The identity of each reducer by element kind: combining it with x gives x back.
+_IDENTITY = {
+    "add": {"f": -0.0, "i": 0}, "multiply": {"f": 1.0, "i": 1}, "maximum": {"f": -np.inf},
+    "minimum": {"f": np.inf}, "and": {"b": True}, "or": {"b": False}, "xor": {"b": False, "i": 0},
+}
+# Reducers for which combining an element with itself gives it back: repeats do not matter.
+_IDEMPOTENT = frozenset({"maximum", "minimum", "and", "or"})
+
+
+def _init_is_identity(op: ir.Operation, reducer: str) -> bool:
+    t = array(op.results[0])
+    init = splat(op.operands[1])
+    if t is None or init is None:
+        return False
+    kind = "b" if t.element.is_pred else "i" if t.element.is_integer else "f" if t.element.is_float else ""
+    identity = _IDENTITY.get(reducer, {}).get(kind)
+    if identity is None and reducer in ("maximum", "minimum") and kind == "i":
+        info = np.iinfo(t.dtype)
+        identity = info.min if reducer == "maximum" else info.max
+    if identity is None:
+        return False
+    if kind == "f":
+        return bool(init == identity and np.signbit(init) == np.signbit(identity))
+    return bool(init == identity)
+
+
+def _combine_init(ctx: Ctx, op: ir.Operation, reducer: str, x: ir.Value) -> ir.Value | None:
+    """reducer(init, x) elementwise over `op`'s result shape (just x when init is the identity)."""
+    out = array(op.results[0])
+    if out is None or x.type != op.results[0].type:
+        return None
+    if _init_is_identity(op, reducer):
+        return same_type(op, x)
+    init = ctx.new(op, "broadcast", [op.operands[1]], out, {"dimensions": ()}) if out.rank else op.operands[1]
+    return ctx.new(op, reducer, [init, x], out)
+
+
+def _reshaped(ctx: Ctx, op: ir.Operation, x: ir.Value) -> ir.Value:
+    out = array(op.results[0])
+    assert out is not None
+    return x if x.type == op.results[0].type else ctx.new(op, "reshape", [x], ArrayType(out.element, out.dims))
+
+
+@rule("reduce")
+def reduce_trivial(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """A reduce over no dims, or only size-1 dims, combines each element with init once: reducer(init, x)."""
+    src = array(op.operands[0])
+    reducer = ctx.reducer(op)
+    if len(op.operands) != 2 or src is None or reducer is None or not default_layout(op, producer(op.operands[0])):
+        return None
+    if any(src.dims[d] != 1 for d in attrs(op)["dimensions"]):
+        return None
+    return _combine_init(ctx, op, reducer, _reshaped(ctx, op, op.operands[0]))
+
+
+@rule("reduce")
+def reduce_of_broadcast(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """Of broadcast(x): an idempotent reducer (max/min/and/or) over exactly the added dims ->
+    reducer(init, x); any reducer over exactly x's dims -> broadcast of the reduce of x (each result
+    element reduces the same elements of x in the same order)."""
+    bcast = producer(op.operands[0], "broadcast")
+    reducer = ctx.reducer(op)
+    if len(op.operands) != 2 or bcast is None or reducer is None or not default_layout(op, bcast):
+        return None
+    kept = tuple(attrs(bcast)["dimensions"])
+    src, wide, out = array(bcast.operands[0]), array(bcast.results[0]), array(op.results[0])
+    assert src is not None and wide is not None and out is not None
+    rdims = tuple(sorted(attrs(op)["dimensions"]))
+    added = tuple(d for d in range(wide.rank) if d not in kept)
+    if rdims == added and reducer in _IDEMPOTENT and kept == tuple(sorted(kept)):
+        return _combine_init(ctx, op, reducer, bcast.operands[0])
+    if rdims == tuple(sorted(kept)) and kept and src.rank and added:
+        whole = ctx.new(op, "reduce", [bcast.operands[0], op.operands[1]], ArrayType(out.element, ()),
+                        {"dimensions": tuple(range(src.rank))}, mlir_attrs={"to_apply": op.attributes["to_apply"]})
+        return ctx.new(op, "broadcast", [whole], out, {"dimensions": ()})
+    return None
+
+
+@rule("reduce")
+def reduce_sum_of_constant_broadcast(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """An integer sum of a splat constant c over n elements -> init + n*c (exact modulo 2^n)."""
+    out, src = array(op.results[0]), array(op.operands[0])
+    c = splat(op.operands[0])
+    if len(op.operands) != 2 or out is None or src is None or c is None or ctx.reducer(op) != "add":
+        return None
+    if not out.element.is_integer or producer(op.operands[0], "broadcast") is None:
+        return None
+    n = int(np.prod([src.dims[d] for d in attrs(op)["dimensions"]], dtype=np.int64))
+    total = ctx.filled(op, np.array(c, dtype=out.dtype) * np.array(n).astype(out.dtype))
+    init = ctx.new(op, "broadcast", [op.operands[1]], out, {"dimensions": ()}) if out.rank else op.operands[1]
+    return ctx.new(op, "add", [init, total], out)
+
+
+@rule("reduce-window")
+def reduce_window_trivial(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """A window of one element, unit strides, no dilation: reducer(init, x) elementwise, then padded with
+    init when the window is padded (a padding position gives reducer(init, init), which is init for an
+    idempotent reducer or an identity init)."""
+    reducer = ctx.reducer(op)
+    src = array(op.operands[0])
+    if len(op.operands) != 2 or reducer is None or src is None or not default_layout(op):
+        return None
+    w = attrs(op).get("window")
+    if w is None or any(s != 1 for s in (*w.size, *w.stride, *w.lhs_dilate, *w.rhs_dilate)) or any(w.reversal):
+        return None
+    if not any(w.pad_low) and not any(w.pad_high):
+        return _combine_init(ctx, op, reducer, op.operands[0])
+    if reducer not in _IDEMPOTENT and not _init_is_identity(op, reducer):
+        return None
+    out = array(op.results[0])
+    assert out is not None
+    if _init_is_identity(op, reducer):
+        combined = op.operands[0]
+    else:
+        init = ctx.new(op, "broadcast", [op.operands[1]], src, {"dimensions": ()}) if src.rank else op.operands[1]
+        combined = ctx.new(op, reducer, [init, op.operands[0]], src)
+    padding = tuple((lo, hi, 0) for lo, hi in zip(w.pad_low, w.pad_high))
+    return ctx.new(op, "pad", [combined, op.operands[1]], out, {"padding": padding})
+
+
+@rule("dot")
+def dot_unit_contraction(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """[m,1] x [1,n] with one contracted element: a broadcast multiply, no sum."""
+    a = attrs(op)
+    lhs, rhs, out = array(op.operands[0]), array(op.operands[1]), array(op.results[0])
+    if lhs is None or rhs is None or out is None or a.get("lhs_batch_dims") or a.get("rhs_batch_dims"):
+        return None
+    if not (lhs.element == rhs.element == out.element) or lhs.element.is_complex:
+        return None
+    if lhs.rank != 2 or rhs.rank != 2 or tuple(a.get("lhs_contracting_dims", ())) != (1,):
+        return None
+    if tuple(a.get("rhs_contracting_dims", ())) != (0,) or lhs.dims[1] != 1 or "precision_config" in a:
+        return None
+    m, n = lhs.dims[0], rhs.dims[1]
+    vec_l = ctx.new(op, "reshape", [op.operands[0]], ArrayType(lhs.element, (m,)))
+    vec_r = ctx.new(op, "reshape", [op.operands[1]], ArrayType(rhs.element, (n,)))
+    wide_l = ctx.new(op, "broadcast", [vec_l], out, {"dimensions": (0,)})
+    wide_r = ctx.new(op, "broadcast", [vec_r], out, {"dimensions": (1,)})
+    return ctx.new(op, "multiply", [wide_l, wide_r], out)
+
+
+@rule("transpose")
+def transpose_of_dot(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """transpose(dot(a, b)) that swaps the two free-dim groups of a batch-free dot -> dot(b, a): every
+    element is the same sum of the same products, in the same order."""
+    dot = producer(op.operands[0], "dot")
+    if dot is None or not default_layout(op, dot):
+        return None
+    a = attrs(dot)
+    if a.get("lhs_batch_dims") or a.get("rhs_batch_dims") or set(a) - {
+            "lhs_contracting_dims", "rhs_contracting_dims", "operand_precision"}:
+        return None
+    lhs, rhs = array(dot.operands[0]), array(dot.operands[1])
+    assert lhs is not None and rhs is not None
+    n_lhs_free = lhs.rank - len(a.get("lhs_contracting_dims", ()))
+    n_rhs_free = rhs.rank - len(a.get("rhs_contracting_dims", ()))
+    perm = tuple(attrs(op)["dimensions"])
+    swapped = tuple(range(n_lhs_free, n_lhs_free + n_rhs_free)) + tuple(range(n_lhs_free))
+    if perm != swapped or perm == tuple(range(len(perm))):
+        return None
+    new_attrs = {"lhs_contracting_dims": tuple(a.get("rhs_contracting_dims", ())),
+                 "rhs_contracting_dims": tuple(a.get("lhs_contracting_dims", ()))}
+    if "operand_precision" in a:
+        new_attrs["operand_precision"] = tuple(reversed(a["operand_precision"]))
+    out = array(op.results[0])
+    assert out is not None
+    return ctx.new(op, "dot", [dot.operands[1], dot.operands[0]], out, new_attrs)
