@@ -186,6 +186,31 @@ class MpiServices:
             out.append(result.reshape(a.shape))
         return out
 
+    def permute(self, key: Any, device: int, arrays: list[np.ndarray], pairs: Sequence[tuple[int, int]],
+                participants: Sequence[int]) -> list[np.ndarray] | None:
+        """collective-permute: the arrays go to this device's target, and what its source sent comes back
+        (None when no pair targets this device)."""
+        peers = self._peers(participants)
+        arrays = [np.ascontiguousarray(a) for a in arrays]
+        self._headers(key, peers, arrays, "permute")
+        targets = [t for s, t in pairs if s == device]
+        sources = [s for s, t in pairs if t == device]
+        received = [np.empty(a.shape, a.dtype) for a in arrays] if sources else None
+        if sources and sources[0] == device:
+            for r, a in zip(received or [], arrays):
+                r[...] = a
+        requests = []
+        for i, a in enumerate(arrays):
+            if a.size == 0:
+                continue
+            requests += [self.comm.Isend([_bytes(a), self.MPI.BYTE], dest=t, tag=TAG_DATA) for t in targets
+                         if t != device]
+            if received is not None and sources[0] != device:
+                requests.append(self.comm.Irecv([received[i].reshape(-1).view(np.uint8), self.MPI.BYTE],
+                                                source=sources[0], tag=TAG_DATA))
+        self._wait(requests, key, peers)
+        return received
+
     def _peers(self, participants: Any) -> tuple[int, ...]:
         size = self.comm.Get_size()
         peers = tuple(sorted(set(range(size) if participants is None else participants)))

@@ -385,6 +385,16 @@ def _collective_permute(op: OpView, args: list, ctx: Context) -> list[np.ndarray
     if me not in ids:
         exchange(op, ctx, arrays, [me])  # keeps the execution count in step
         return [np.zeros_like(a) for a in arrays]
+    services = getattr(ctx, "services", None)
+    if hasattr(services, "permute"):  # between processes: each array goes to its target only
+        count = services.count(me, op.name)
+        try:
+            received = services.permute((op.name, count), me, arrays, pairs, sorted(ids))
+        except Exception as e:
+            if type(e).__name__ == "RendezvousError":
+                raise InterpreterError(op, str(e)) from None
+            raise
+        return [np.zeros_like(a) for a in arrays] if received is None else received
     vals = exchange(op, ctx, arrays, sorted(ids))
     sources = [s for s, t in pairs if t == me]
     if not sources:  # devices that are no target get zeros
