@@ -127,7 +127,7 @@ CASES = {
         """p0 = f32[1,12,10,4] parameter(0)
         p1 = f32[4,3,5,8] parameter(1)
         ROOT conv = f32[1,6,5,8] convolution(p0, p1), window={size=3x5 stride=2x2 pad=1_1x2_2}, dim_labels=b01f_i01o->b01f""",
-        "operand id = 0 (d0, d1, d2, d3)[s0, s1, s2] -> (d0, d1 * 2 + s0 - 1, d2 * 2 + s1 - 2, s2), domain:"
+        "operand id = 0 (d0, d1, d2, d3)[s0, s1, s2] -> (0, d1 * 2 + s0 - 1, d2 * 2 + s1 - 2, s2), domain:"
         " d0 in [0, 0], d1 in [0, 5], d2 in [0, 4], d3 in [0, 7], s0 in [0, 2], s1 in [0, 4], s2 in [0, 3],"
         " d1 * 2 + s0 in [1, 12], d2 * 2 + s1 in [2, 11]"
         " operand id = 1 (d0, d1, d2, d3)[s0, s1, s2] -> (s2, s0, s1, d3), domain: d0 in [0, 0], d1 in [0, 5],"
@@ -137,7 +137,7 @@ CASES = {
         """p0 = f32[1,12,10,4] parameter(0)
         p1 = f32[4,3,5,8] parameter(1)
         ROOT conv = f32[1,21,15,8] convolution(p0, p1), window={size=3x5 pad=0_0x0_0 lhs_dilate=2x2}, dim_labels=b01f_i01o->b01f""",
-        "operand id = 0 (d0, d1, d2, d3)[s0, s1, s2] -> (d0, (d1 + s0) floordiv 2, (d2 + s1) floordiv 2, s2),"
+        "operand id = 0 (d0, d1, d2, d3)[s0, s1, s2] -> (0, (d1 + s0) floordiv 2, (d2 + s1) floordiv 2, s2),"
         " domain: d0 in [0, 0], d1 in [0, 20], d2 in [0, 14], d3 in [0, 7], s0 in [0, 2], s1 in [0, 4],"
         " s2 in [0, 3], (d1 + s0) mod 2 in [0, 0], (d2 + s1) mod 2 in [0, 0]"
         " operand id = 1 (d0, d1, d2, d3)[s0, s1, s2] -> (s2, s0, s1, d3), domain: d0 in [0, 0], d1 in [0, 20],"
@@ -147,7 +147,7 @@ CASES = {
         """p0 = f32[1,12,10,24] parameter(0)
         p1 = f32[4,3,5,48] parameter(1)
         ROOT conv = f32[1,10,6,48] convolution(p0, p1), window={size=3x5 pad=0_0x0_0}, dim_labels=b01f_i01o->b01f, feature_group_count=6""",
-        "operand id = 0 (d0, d1, d2, d3)[s0, s1, s2] -> (d0, d1 + s0, d2 + s1, (d3 floordiv 8) * 4 + s2),"
+        "operand id = 0 (d0, d1, d2, d3)[s0, s1, s2] -> (0, d1 + s0, d2 + s1, (d3 floordiv 8) * 4 + s2),"
         " domain: d0 in [0, 0], d1 in [0, 9], d2 in [0, 5], d3 in [0, 47], s0 in [0, 2], s1 in [0, 4], s2 in [0, 3]"
         " operand id = 1 (d0, d1, d2, d3)[s0, s1, s2] -> (s2, s0, s1, d3), domain: d0 in [0, 0], d1 in [0, 9],"
         " d2 in [0, 5], d3 in [0, 47], s0 in [0, 2], s1 in [0, 4], s2 in [0, 3]",
@@ -160,6 +160,16 @@ CASES = {
         " d0 in [0, 1], d1 in [0, 9], d2 in [0, 5], d3 in [0, 20], s0 in [0, 2], s1 in [0, 4], s2 in [0, 3],"
         " s3 in [0, 6] operand id = 1 (d0, d1, d2, d3)[s0, s1, s2] -> (s2, s0, s1, d3), domain: d0 in [0, 1],"
         " d1 in [0, 9], d2 in [0, 5], d3 in [0, 20], s0 in [0, 2], s1 in [0, 4], s2 in [0, 3]",
+    ),
+    "convolution_4d_with_trivial_dims": (
+        """p0 = f64[1,1,16,16,2,2]{5,4,3,2,1,0} parameter(0)
+        p1 = f64[1,1,3,3,1,1]{5,4,3,2,1,0} parameter(1)
+        ROOT conv = f64[1,1,14,14,2,2]{5,4,3,2,1,0} convolution(p0, p1), window={size=3x3x1x1},
+          dim_labels=bf0123_oi0123->bf0123""",
+        "operand id = 0 (d0, d1, d2, d3, d4, d5)[s0, s1] -> (0, 0, d2 + s0, d3 + s1, d4, d5), domain: d0 in [0, 0],"
+        " d1 in [0, 0], d2 in [0, 13], d3 in [0, 13], d4 in [0, 1], d5 in [0, 1], s0 in [0, 2], s1 in [0, 2]"
+        " operand id = 1 (d0, d1, d2, d3, d4, d5)[s0, s1] -> (0, 0, s0, s1, 0, 0), domain: d0 in [0, 0],"
+        " d1 in [0, 0], d2 in [0, 13], d3 in [0, 13], d4 in [0, 1], d5 in [0, 1], s0 in [0, 2], s1 in [0, 2]",
     ),
     "dot_many_dims": (
         """p0 = f32[4, 38, 17, 11, 18, 10] parameter(0)
@@ -364,3 +374,61 @@ def test_dynamic_slice_of_dynamic_slice() -> None:
       rt2: parameter(3); (d0, d1) -> (), domain: d0 in [0, 24], d1 in [0, 15]
       rt3: parameter(4); (d0, d1) -> (), domain: d0 in [0, 24], d1 in [0, 15]
     """)
+
+
+def _entry_report(text: str) -> str:
+    """XLA's `ToString` of the ROOT's output-to-input indexing, via the dialect adapter."""
+    import hlo_mlir
+    from hlo_mlir.analysis import output_to_input_maps
+    from hlo_mlir.analysis.dialect import find_instr
+
+    module = hlo_mlir.load(text)
+    return format_xla(output_to_input_maps(find_instr(module.mlir)))
+
+
+def test_all_gather_has_a_replica_id_map() -> None:
+    """XLA's AllGatherOp: the gathered dim is read at `i mod n` from group member `i floordiv n`."""
+    text = _entry_report("""HloModule m, replica_count=4
+ENTRY e {
+  p0 = f32[128, 128] parameter(0)
+  ROOT all-gather = f32[128, 256] all-gather(p0), replica_groups={{0,1}, {2,3}}, dimensions={1}
+}""")
+    assert approx(text) == approx("""operand id = 0 (d0, d1) -> (d0, d1 mod 128), domain: d0 in [0, 127], d1 in [0, 255]
+        replica id: (d0, d1) -> (d1 floordiv 128), domain: d0 in [0, 127], d1 in [0, 255]""")
+
+
+def test_all_gather_replica_map_composes_through_a_fusion() -> None:
+    """XLA's AllGatherFusionWithTranspose: the replica-id map is read through the consumers."""
+    text = _entry_report("""HloModule m
+fc {
+  p0 = f32[16384] parameter(0)
+  p1 = f32[128, 256] parameter(1)
+  bitcast = f32[128, 128] bitcast(p0)
+  all-gather = f32[256, 128] all-gather(bitcast), replica_groups={{0,1}}, dimensions={0}
+  transpose = f32[128, 256] transpose(all-gather), dimensions={1, 0}
+  ROOT add = f32[128, 256] add(transpose, p1)
+}
+ENTRY e {
+  p0 = f32[16384] parameter(0)
+  p1 = f32[128, 256] parameter(1)
+  ROOT fusion = f32[128, 256] fusion(p0, p1), kind=kLoop, calls=fc
+}""")
+    assert approx(text) == approx("""
+        operand id = 0 (d0, d1) -> ((d1 mod 128) * 128 + d0), domain: d0 in [0, 127], d1 in [0, 255]
+        replica id: (d0, d1) -> (d1 floordiv 128), domain: d0 in [0, 127], d1 in [0, 255]
+        operand id = 1 (d0, d1) -> (d0, d1), domain: d0 in [0, 127], d1 in [0, 255]""")
+
+
+def test_chained_all_gathers_have_no_single_map() -> None:
+    """XLA's ChainedAllGatherFusion: two replica ids for one element is undefined indexing."""
+    text = _entry_report("""HloModule m
+f {
+  p0 = f32[128] parameter(0)
+  ag0 = f32[256] all-gather(p0), replica_groups={{0,1}}, dimensions={0}
+  ROOT ag1 = f32[512] all-gather(ag0), replica_groups={{0,1}}, dimensions={0}
+}
+ENTRY e {
+  p0 = f32[128] parameter(0)
+  ROOT fusion = f32[512] fusion(p0), kind=kLoop, calls=f
+}""")
+    assert text == "operand id = 0 unknown indexing\n"

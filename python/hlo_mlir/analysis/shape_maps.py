@@ -179,8 +179,8 @@ def convolution_maps(instr: object) -> tuple[IndexingMap, IndexingMap]:
     maps = []
     for exprs, syms, cons in ((input_exprs, input_syms, constraints), (kernel_exprs, kernel_syms, ())):
         m = IndexingMap(A.affine_map(rank, len(syms), exprs), dim_vars_from_sizes(out), syms, (), cons)
-        # XLA's convolution tests keep a size-1 batch dim as `d0` rather than folding it to 0.
-        m.simplify(preserve_point_dims=True)
+        # As XLA's: a size-1 dimension (and a size-1 window or feature group) is indexed by 0.
+        m.simplify()
         m.remove_unused_symbols()
         maps.append(m)
     return maps[0], maps[1]
