@@ -4,7 +4,9 @@ The map's inputs are dimension variables `d_i` (bounded: an index of the tensor 
 from), then symbols: range variables (`s_j`, every value in a range is needed, e.g. a reduced
 dimension) followed by runtime variables (`rt_k`, a value only known at run time, e.g. a
 dynamic-slice offset, carried with the instruction that produces it and the map to the element of
-that instruction it reads). Constraints `expr in [lo, hi]` shrink the domain further.
+that instruction it reads). Constraints `expr in [lo, hi]` shrink the domain further. An operand
+read from another device (all-gather) also has a replica-id map: which member of the replica
+group holds the element.
 
 Semantics follow XLA's `xla/hlo/analysis/indexing_map.h`: building a map whose variables or
 constraints are infeasible yields the canonical "known empty" map, `compose(first, second)` is
@@ -122,7 +124,7 @@ def dim_vars_from_sizes(sizes: Sequence[int]) -> list[Variable]:
 class IndexingMap:
     """An affine map with a domain. Mutating methods mirror XLA's; don't mutate a map held in a set."""
 
-    __slots__ = ("affine_map", "dim_vars", "range_vars", "rt_vars", "constraints", "is_known_empty")
+    __slots__ = ("affine_map", "dim_vars", "range_vars", "rt_vars", "constraints", "is_known_empty", "replica_map")
 
     def __init__(
         self,
@@ -138,6 +140,8 @@ class IndexingMap:
         self.rt_vars = [v.copy() for v in rt_vars]
         self.constraints: dict[ir.AffineExpr, Interval] = {}
         self.is_known_empty = False
+        # position in the replica group of the device holding the element (all-gather), same domain
+        self.replica_map: IndexingMap | None = None
         if affine_map is None:
             return
         assert affine_map.n_dims == len(self.dim_vars), "dimension count mismatch"
@@ -173,6 +177,7 @@ class IndexingMap:
         m.rt_vars = [v.copy() for v in self.rt_vars]
         m.constraints = dict(self.constraints)
         m.is_known_empty = self.is_known_empty
+        m.replica_map = None if self.replica_map is None else self.replica_map.copy()
         return m
 
     # --- accessors -------------------------------------------------------------------------------
@@ -250,18 +255,6 @@ class IndexingMap:
     def evaluate(self, dims: Sequence[int], syms: Sequence[int]) -> tuple[int, ...]:
         """Results at a point; the domain is not checked."""
         return A.compile_exprs(self.results)(dims, syms)
-
-    def domain_points(self) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
-        """All `(dims, symbols)` in the domain, by brute force (for tests and small maps)."""
-        if self.is_known_empty or self.is_undefined:
-            return
-        ranges = [range(v.bounds.lower, v.bounds.upper + 1) for v in itertools.chain(self.dim_vars, self.symbol_vars)]
-        checks = [(A.compile_exprs([e]), rng) for e, rng in self.constraints.items()]
-        nd = self.num_dims
-        for point in itertools.product(*ranges):
-            d, s = point[:nd], point[nd:]
-            if all(rng.contains(f(d, s)[0]) for f, rng in checks):
-                yield d, s
 
     def accessed_points(self) -> dict[tuple[int, ...], set[tuple[int, ...]]]:
         """For each dim point in the domain, the set of results over all symbol values (vectorized)."""
@@ -358,6 +351,8 @@ class IndexingMap:
         """Range-aware simplification of constraints and results; True if anything changed."""
         from hlo_mlir.analysis.simplifier import simplify_indexing_map
 
+        if self.replica_map is not None:
+            self.replica_map.simplify(preserve_point_dims)
         return simplify_indexing_map(self, preserve_point_dims)
 
     def simplified(self) -> "IndexingMap":
@@ -417,6 +412,7 @@ class IndexingMap:
             tuple(self.rt_vars),
             frozenset(self.constraints.items()),
             self.is_known_empty,
+            self.replica_map,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -449,9 +445,10 @@ def compose(first: IndexingMap, second: IndexingMap) -> IndexingMap:
 
     Symbols of the result are `[range(second) | range(first) | rt(second) | rt(first)]`; the
     constraints of both maps carry over, and `first`'s results are bounded by `second`'s dims.
-    Runtime variables of `second` read their instruction through `first` composed with their map.
+    Runtime variables of `second` read their instruction through `first` composed with their map, and
+    so does its replica-id map; elements gathered twice (both maps have one) have no single map.
     """
-    if first.is_undefined or second.is_undefined:
+    if first.is_undefined or second.is_undefined or (first.replica_map and second.replica_map):
         return IndexingMap.undefined()
     r2, t2, r1, t1 = len(second.range_vars), len(second.rt_vars), len(first.range_vars), len(first.rt_vars)
     # A.compose packs symbols as [range(second) | rt(second) | range(first) | rt(first)]; reorder them so
@@ -481,4 +478,8 @@ def compose(first: IndexingMap, second: IndexingMap) -> IndexingMap:
         result.add_constraint(A.replace(expr, None, first_syms), rng)
     for var, expr in zip(second.dim_vars, first.results):
         result.add_constraint(A.replace(expr, None, first_syms), var.bounds)
+    if second.replica_map is not None:
+        result.replica_map = compose(first, second.replica_map)
+    elif first.replica_map is not None:
+        result.replica_map = first.replica_map.copy()
     return result

@@ -35,7 +35,7 @@ def _single(maps: set[IndexingMap]) -> IndexingMap | None:
     if len(maps) != 1:
         return None
     (m,) = maps
-    if m.is_undefined or m.is_known_empty or m.rt_vars or m.constraints:
+    if m.is_undefined or m.is_known_empty or m.rt_vars or m.constraints or m.replica_map is not None:
         return None
     return m
 

@@ -284,6 +284,20 @@ def _transpose(instr: object, output_id: int) -> Indexing:
     return single(permutation_map(inverse_permutation(instr.attrs["dimensions"]), output_dims(instr)))
 
 
+def _all_gather(instr: object, output_id: int) -> Indexing:
+    """Index i of the gathered dimension is element `i mod n` of the shard held by group member
+    `i floordiv n` (n: the operand's extent there); that member is the map's replica id."""
+    out = output_dims(instr, output_id)
+    axis = instr.attrs["dimensions"][0]
+    result = unknown(len(instr.operands))
+    n = operand_dims(instr, output_id)[axis]
+    exprs = [A.dim(d) % n if d == axis else A.dim(d) for d in range(len(out))]
+    m = IndexingMap.from_tensor_sizes(A.affine_map(len(out), 0, exprs), out)
+    m.replica_map = IndexingMap.from_tensor_sizes(A.affine_map(len(out), 0, [A.floordiv(A.dim(axis), n)]), out)
+    result[output_id] = {m}
+    return result
+
+
 def _get_tuple_element(instr: object, output_id: int) -> Indexing:
     tuple_type = instr.operand_types[0]
     element = tuple_type.elements[instr.attrs["index"]] if isinstance(tuple_type, TupleType) else None
@@ -318,6 +332,7 @@ def _convolution(instr: object, output_id: int) -> Indexing:
 
 OUTPUT_TO_INPUT: dict[str, Callable[[object, int], Indexing]] = {
     **{op: _elementwise for op in ELEMENTWISE_INDEXING},
+    "all-gather": _all_gather,
     "bitcast-convert": _bitcast_convert,
     "bitcast": _bitcast,
     "broadcast": _broadcast,

@@ -126,6 +126,8 @@ def _xla_map(m: IndexingMap, runtime_section: bool) -> str:
         text += "\nruntime variables:\n"
         for i, rt in enumerate(m.rt_vars):
             text += f"\nrt{i}: {format_runtime_source(rt.hlo)}; {_xla_map(rt.map, False)}"
+    if runtime_section and m.replica_map is not None:
+        text += f"\nreplica id:\n{_xla_map(m.replica_map, False)}"
     return text
 
 
@@ -204,6 +206,8 @@ def _document_map(m: IndexingMap) -> str:
         f"{format_expr(document_order(e, m.num_dims, m.num_symbols), dims, syms)} in {r}"
         for e, r in m.constraints.items()
     )
+    if m.replica_map is not None:
+        lines += ["replica id:", _document_affine(m.replica_map)]
     return "\n".join(lines)
 
 
