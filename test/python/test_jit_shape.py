@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from hlo_mlir.oracle import xla_available
+from hlo_mlir.oracle import run_xla, xla_available
 from jit_helpers import check
 
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 5.5
@@ -144,9 +144,13 @@ def test_compare_and_bench_flags(tmp_path) -> None:  # type: ignore[no-untyped-d
 
 
 def test_xla_oracle_reachable() -> None:
-    """The differential tests above compare against XLA only when it is available; say so when not."""
-    if not xla_available():
-        pytest.skip("XLA oracle unavailable: jit results were compared with the interpreter only")
+    """The differential tests above compare against XLA when it is available, and the test extra
+    installs it: the oracle must be there and compute (a transpose, whose answer is known)."""
+    assert xla_available(), "XLA oracle unavailable: jit results would be compared with the interpreter only"
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (y,) = run_xla("HloModule m\nENTRY e {\n  p = f32[2,3] parameter(0)\n"
+                   "  ROOT t = f32[3,2] transpose(p), dimensions={1,0}\n}\n", [x])
+    np.testing.assert_array_equal(y, x.T)
 
 
 @pytest.mark.parametrize("text", [

@@ -176,7 +176,7 @@ def test_hlo_opt_mutations(kind: str, tmp_path: Path) -> None:
     outcomes = set()
     for what, text in mutants(kind, 1, 12, FILES):
         outcomes.add(run_opt(tmp_path, text, [], what)[0])
-    assert outcomes, kind
+    assert 1 in outcomes, f"no {kind} mutant was rejected: {sorted(outcomes)}"
 
 
 @pytest.mark.parametrize("kind", sorted(MUTATIONS))
