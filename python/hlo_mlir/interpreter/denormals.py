@@ -50,21 +50,23 @@ def flushes(mode: str) -> bool:
 
 
 def flush(x: np.ndarray, hlo_element: str) -> np.ndarray:
-    """`x` (of element type `hlo_element`) with its subnormal values (components) replaced by zeros of the
-    same sign; returned as is when there are none."""
+    """`x` (of element type `hlo_element`) with its subnormal values (complex: components) replaced by zeros
+    of the same sign; `x` itself when there are none."""
     real = _FLUSHED.get(hlo_element)
     if real is None or not isinstance(x, np.ndarray) or not x.size:
         return x
-    parts = x.view(real).reshape(*x.shape, 2) if x.dtype.kind == "c" else None
-    values = parts if parts is not None else x.astype(np.float32) if hlo_element == "bf16" else x
-    tiny = np.finfo(real).tiny
-    sub = (values != 0) & (np.abs(values) < tiny)
+    if x.dtype.kind == "c":
+        parts = x.real, x.imag
+        re, im = (flush(p, hlo_element) for p in parts)
+        if re is parts[0] and im is parts[1]:
+            return x
+        out = np.empty_like(x)
+        out.real, out.imag = re, im
+        return out
+    values = x.astype(np.float32) if hlo_element == "bf16" else x
+    sub = (values != 0) & (np.abs(values) < np.finfo(real).tiny)
     if not sub.any():
         return x
-    if parts is not None:
-        out = parts.copy()
-        out[sub] = np.copysign(0, out[sub])
-        return out.view(x.dtype).reshape(x.shape)
     return np.where(sub, np.copysign(np.zeros((), x.dtype), x), x)
 
 
