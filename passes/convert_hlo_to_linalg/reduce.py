@@ -7,7 +7,9 @@ Two reducers are recognized by shape (`binary_reducer`) because the inlined rule
 interpreter's answer:
   * float `add` in `reduce` accumulates in f64 and rounds once (the interpreter's sequential f64 sum);
     below f64 the add carries `reassoc` so LLVM vectorizes the loop — the f64 partial sums it reorders
-    give the sequential sum's rounding except in ties far below the element type's precision;
+    give the sequential sum's rounding except in ties far below the element type's precision; such a sum
+    to a scalar over many elements adds fixed rows in parallel first (`_partial_sums`: every core, the
+    same grouping whatever the thread count);
   * pred `add`/`multiply`/`maximum`/`minimum` are OR/AND (pred arithmetic the elementwise rules reject).
 reduce-window skips padding and base-dilation holes (they never reach the reducer, as in XLA CPU and
 the interpreter); select-and-scatter runs as scf loops over the source (select: first element wins,
@@ -16,21 +18,26 @@ replaced when `select(selected, candidate)` is false; scatter in source row-majo
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Sequence
 
 from mlir import ir
-from mlir.dialects import arith, math, scf, tensor
+from mlir.dialects import arith, scf, tensor
+from mlir.dialects import math as mlir_math
 
 from hlo_mlir.attr_types import Window
 from hlo_mlir.dialects.traits import PRED_ARITHMETIC, reducer_kind
 from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, element_mlir_type, rule, scalar_of
+from hlo_mlir.passes import parallelize
 from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import complex_zero
+from hlo_mlir.passes.convert_hlo_to_linalg.shape_ops import reshape_view
 from hlo_mlir.types import ElementType
 
 Combine = Callable[[Sequence[ir.Value], Sequence[ir.Value]], list[ir.Value]]
 
 _LOGICAL = {"or": arith.ori, "and": arith.andi, "xor": arith.xori}
 _REASSOC = "#arith.fastmath<reassoc>"
+_PARTS = 64  # row sums of a float sum to a scalar (`_partial_sums`)
 
 
 def computation_name(rw: Rewriter, attr: str) -> str:
@@ -103,8 +110,22 @@ def reduce(rw: Rewriter) -> list[ir.Value]:
         wide_init = init if init.type == f64 else arith.extf(f64, init)
         # f64 operands keep the sequential order (their f64 sum has no wider type to hide reordering in).
         fm = ir.Attribute.parse(_REASSOC if et.hlo != "f64" else "#arith.fastmath<none>")
-        acc = rw.generic(xs, [ident], out_shape, [f64],
-                         lambda x, a: [arith.addf(a, x if x.type == f64 else arith.extf(f64, x), fastmath=fm)],
+
+        def add(x: ir.Value, a: ir.Value) -> list[ir.Value]:
+            return [arith.addf(a, x if x.type == f64 else arith.extf(f64, x), fastmath=fm)]
+
+        parts = _partial_sums(shape) if not out_shape and et.hlo != "f64" else 1
+        if parts > 1:
+            # [parts, n / parts] rows summed in parallel from -0.0 (the identity of float addition, so an
+            # all -0.0 operand still sums to -0.0), then the row sums added to the init value.
+            rows = reshape_view(xs[0], [parts, math.prod(shape) // parts])
+            row_map = ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(0)])
+            partial = rw.generic([rows], [ir.AffineMap.get_identity(2)], [parts], [f64], add,
+                                 iterators=["parallel", "reduction"],
+                                 inits=[rw.filled([parts], arith.constant(f64, -0.0))], output_map=row_map)[0]
+            xs, ident, iters, out_map = [partial], ir.AffineMap.get_identity(1), ["reduction"], \
+                ir.AffineMap.get(1, 0, [])
+        acc = rw.generic(xs, [ident], out_shape, [f64], add,
                          iterators=iters, inits=[rw.filled(out_shape, wide_init)], output_map=out_map)[0]
         if et.hlo == "f64":
             return [acc]
@@ -115,6 +136,19 @@ def reduce(rw: Rewriter) -> list[ir.Value]:
     filled = [rw.filled(out_shape, scalar_of(i)) for i in inits]
     return rw.generic(xs, [ident] * n, out_shape, [_element(x) for x in xs],
                       lambda *a: combine(a[n:], a[:n]), iterators=iters, inits=filled, output_map=out_map)
+
+
+def _partial_sums(shape: Sequence[int]) -> int:
+    """Rows a big float sum to a scalar is split into (1: not split): a power of two up to `_PARTS` dividing
+    the element count, so the row sums run on every core (`parallelize`) while the grouping, hence the
+    result, does not depend on the thread count."""
+    n = math.prod(shape)
+    if n < parallelize.MIN_ELEMENTS:
+        return 1
+    parts = _PARTS
+    while n % parts:
+        parts //= 2
+    return parts if parts >= 8 else 1
 
 
 def _round_from_f64(x: ir.Value, et: ElementType) -> ir.Value:
@@ -130,7 +164,7 @@ def _round_from_f64(x: ir.Value, et: ElementType) -> ir.Value:
     inexact = arith.cmpf(arith.CmpFPredicate.ONE, back, x)
     # Round toward zero (step the magnitude down one ulp when rounding went away from zero), then
     # make the last bit sticky when anything was dropped.
-    away = arith.cmpf(arith.CmpFPredicate.OGT, math.absf(back), math.absf(x))
+    away = arith.cmpf(arith.CmpFPredicate.OGT, mlir_math.absf(back), mlir_math.absf(x))
     bits = arith.bitcast(i32, t)
     bits = arith.select(away, arith.subi(bits, arith.constant(i32, 1)), bits)
     bits = arith.select(inexact, arith.ori(bits, arith.constant(i32, 1)), bits)
