@@ -250,3 +250,16 @@ def test_simplification_preserves_points(seed: int) -> None:
     before = m.accessed_points()
     m.simplify()
     assert m.accessed_points() == before, text
+
+
+@pytest.mark.parametrize("text", [
+    "(d0) -> (d0 ceildiv 4), domain: d0 in [0, 17]",
+    "(d0)[s0] -> ((d0 * 3 + s0 - 5) ceildiv 2), domain: d0 in [0, 6], s0 in [0, 3]",
+    "(d0) -> (d0 ceildiv -3), domain: d0 in [-7, 7], d0 ceildiv 2 in [-1, 2]",
+])
+def test_ceildiv_maps_simplify(text: str) -> None:
+    """Regression: the parser accepts ceildiv, the range evaluator raised NotImplementedError on it."""
+    m = parse_indexing_map(text)
+    before = m.accessed_points()
+    m.simplify()
+    assert m.accessed_points() == before, text

@@ -65,8 +65,10 @@ class RangeEvaluator:
         elif k is Kind.FLOOR_DIV:
             assert rhs.is_point, "RHS of floordiv must be a constant"
             result = lhs.floordiv(rhs.lower)
-        else:
-            raise NotImplementedError("ceildiv is not supported by the range evaluator")
+        else:  # ceildiv: a ceildiv c == -((-a) floordiv c)
+            assert rhs.is_point, "RHS of ceildiv must be a constant"
+            q = Interval(-lhs.upper, -lhs.lower).floordiv(rhs.lower)
+            result = Interval(-q.upper, -q.lower)
         if self.use_constraints:
             bound = self.map.constraints.get(e)
             if bound is not None:

@@ -36,6 +36,7 @@ from hlo_mlir.interpreter.registry import (
     Context,
     InterpreterError,
     OpView,
+    RendezvousError,
     Value,
     kernel,
 )
@@ -82,10 +83,8 @@ def exchange(op: OpView, ctx: Context, value: Any, participants: Sequence[int]) 
         return {me: value}
     try:
         return services.exchange((op.name, count), me, value, participants)
-    except Exception as e:
-        if type(e).__name__ == "RendezvousError":
-            raise InterpreterError(op, str(e)) from None
-        raise
+    except RendezvousError as e:
+        raise InterpreterError(op, str(e)) from None
 
 
 _GLOBAL_IDS = frozenset({"all-reduce", "all-reduce-start", "cross-replica-sum", "all-gather", "all-gather-start",
@@ -218,10 +217,8 @@ def reduce_among(op: OpView, ctx: Context, arrays: list[np.ndarray], group: tupl
     count = services.count(me, op.name)
     try:
         return services.reduce((op.name, count), me, arrays, group, lambda parts: _combine(op, ctx, parts))
-    except Exception as e:
-        if type(e).__name__ == "RendezvousError":
-            raise InterpreterError(op, str(e)) from None
-        raise
+    except RendezvousError as e:
+        raise InterpreterError(op, str(e)) from None
 
 
 def all_reduce_into(op: OpView, arrays: list[np.ndarray], outs: list[np.ndarray], ctx: Context) -> None:
@@ -239,10 +236,8 @@ def all_reduce_into(op: OpView, arrays: list[np.ndarray], outs: list[np.ndarray]
     try:
         services.reduce((op.name, count), device_of(ctx), list(arrays), group, lambda parts: _combine(op, ctx, parts),
                         outs)
-    except Exception as e:
-        if type(e).__name__ == "RendezvousError":
-            raise InterpreterError(op, str(e)) from None
-        raise
+    except RendezvousError as e:
+        raise InterpreterError(op, str(e)) from None
 
 
 @kernel("all-reduce", "cross-replica-sum")
@@ -390,10 +385,8 @@ def _collective_permute(op: OpView, args: list, ctx: Context) -> list[np.ndarray
         count = services.count(me, op.name)
         try:
             received = services.permute((op.name, count), me, arrays, pairs, sorted(ids))
-        except Exception as e:
-            if type(e).__name__ == "RendezvousError":
-                raise InterpreterError(op, str(e)) from None
-            raise
+        except RendezvousError as e:
+            raise InterpreterError(op, str(e)) from None
         return [np.zeros_like(a) for a in arrays] if received is None else received
     vals = exchange(op, ctx, arrays, sorted(ids))
     sources = [s for s, t in pairs if t == me]

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from hlo_mlir.interpreter.ops_collectives import zeros_of
-from hlo_mlir.interpreter.registry import TOKEN, Context, InterpreterError, OpView, Value, kernel
+from hlo_mlir.interpreter.registry import TOKEN, Context, InterpreterError, OpView, RendezvousError, Value, kernel
 from hlo_mlir.types import ArrayType, HloType, TokenType, TupleType
 
 
@@ -157,8 +157,6 @@ def recv_done(op: OpView, args: list, ctx: Context) -> Value:
         return (zeros_of(data_t), TOKEN)
     try:
         value = services.channel_get(key, me, source)
-    except Exception as e:
-        if type(e).__name__ == "RendezvousError":
-            raise InterpreterError(op, f"recv '{recv_op.name}' on channel {key[0]}: {e}") from None
-        raise
+    except RendezvousError as e:
+        raise InterpreterError(op, f"recv '{recv_op.name}' on channel {key[0]}: {e}") from None
     return (conform(op, value, data_t, f"the value sent on channel {key[0]}"), TOKEN)

@@ -76,6 +76,10 @@ class Context(Protocol):
     partition_id: int
 
 
+class RendezvousError(Exception):
+    """A device waited for others that can never arrive (finished, failed, or all waiting)."""
+
+
 class InterpreterError(Exception):
     """A runtime failure naming the instruction, e.g. an unregistered custom-call target."""
 

@@ -21,7 +21,7 @@ import hlo_mlir.interpreter  # noqa: F401  (registers the kernels)
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.interpreter.denormals import flushes
 from hlo_mlir.interpreter.evaluator import Interpreter
-from hlo_mlir.interpreter.registry import InterpreterError, Token, Value
+from hlo_mlir.interpreter.registry import InterpreterError, RendezvousError, Token, Value
 
 RANK = "{rank}"  # in an input or output path: the device index
 
@@ -49,10 +49,6 @@ def flatten(value: Value) -> list[Any]:
     if isinstance(value, tuple):
         return [leaf for v in value for leaf in flatten(v)]
     return [value]
-
-
-class RendezvousError(Exception):
-    """A device waited for others that can never arrive (finished, failed, or all waiting)."""
 
 
 class Services:
