@@ -492,16 +492,29 @@ def _compare_type(op: ir.Operation) -> dict:
     return {k: op.attributes[k] for k in ("type",) if k in op.attributes}
 
 
+def _bound(value: ir.Value) -> tuple[ir.Value, str, object] | None:
+    """(x, direction, c) for compare(x, c) or compare(c, x) (direction then mirrored) with a splat c."""
+    cmp = producer(value, "compare")
+    if cmp is None:
+        return None
+    x, c = cmp.operands
+    direction = str(attrs(cmp)["direction"])
+    if splat(c) is not None and splat(x) is None:
+        return x, direction, splat(c)
+    if splat(x) is not None and splat(c) is None:
+        return c, _SWAPPED[direction], splat(x)
+    return None
+
+
 @rule("and", "or")
 def and_of_bounds(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
-    """(x < c1) & (x < c2) -> x < min(c1, c2) and (x > c1) & (x > c2) -> x > max(c1, c2) for scalar
-    constant bounds (or: the looser bound); both sides are false for NaN."""
-    ca, cb = producer(op.operands[0], "compare"), producer(op.operands[1], "compare")
-    if ca is None or cb is None or ca.operands[0] != cb.operands[0]:
+    """(x < c1) & (x < c2) -> x < min(c1, c2) and (x > c1) & (x > c2) -> x > max(c1, c2) for splat
+    constant bounds, either side of the compare (or: the looser bound); both sides are false for NaN."""
+    ca, cb = _bound(op.operands[0]), _bound(op.operands[1])
+    if ca is None or cb is None or ca[0] != cb[0]:
         return None
-    da, db = str(attrs(ca)["direction"]), str(attrs(cb)["direction"])
-    sa, sb = splat(ca.operands[1]), splat(cb.operands[1])
-    if da != db or da not in ("LT", "GT") or sa is None or sb is None:
+    (_, da, sa), (_, db, sb) = ca, cb
+    if da != db or da not in ("LT", "GT"):
         return None
     tighter_first = (sa <= sb) if da == "LT" else (sa >= sb)  # type: ignore[operator]
     if opcode_of(op) == "or":
@@ -544,6 +557,28 @@ def remainder_of_iota(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
         return None
     size = t.dims[int(attrs(iota)["iota_dimension"])]
     return same_type(op, x) if 0 < size <= int(n) else None  # type: ignore[call-overload]
+
+
+@rule("remainder")
+def remainder_repeated(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """(x % q) % q -> x % q (the first result is already below q in magnitude; x % 0 is x, twice);
+    (iota + n) % n -> iota for an integer iota whose values are all below n."""
+    x, q = op.operands
+    inner = producer(x, "remainder")
+    if inner is not None and inner.operands[1] == q:
+        return same_type(op, x)
+    total = producer(x, "add")
+    n = splat(q)
+    t = array(x)
+    if total is None or n is None or t is None or not t.element.is_integer:
+        return None
+    for iota_v, c in _pairs(total):
+        iota = producer(iota_v, "iota")
+        if iota is not None and splat(c) == n:
+            size = t.dims[int(attrs(iota)["iota_dimension"])]
+            if 0 < size <= int(n) and int(n) + size - 1 <= int(np.iinfo(t.dtype).max):  # type: ignore[call-overload]
+                return same_type(op, iota_v)
+    return None
 
 
 @rule("abs")

@@ -151,29 +151,127 @@ def dot_unit_contraction(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     return ctx.new(op, "multiply", [wide_l, wide_r], out)
 
 
+# The dot attributes these rules understand (metadata is only carried); any other keeps the dot as is.
+_DOT_KEYS = frozenset({"lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims", "rhs_contracting_dims",
+                       "operand_precision", "metadata"})
+
+
+def _unreduced_user(op: ir.Operation) -> bool:
+    """A user annotates the result as unreduced (a partial sum across devices): XLA keeps such dots."""
+    for use in op.results[0].uses:
+        user = use.owner
+        if "sharding" in user.attributes and "unreduced" in str(user.attributes["sharding"]):
+            return True
+    return False
+
+
+def _dot_dims(a: dict) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    return tuple(a.get("lhs_batch_dims", ())), tuple(a.get("rhs_batch_dims", ())), \
+        tuple(a.get("lhs_contracting_dims", ())), tuple(a.get("rhs_contracting_dims", ()))
+
+
+def _dot_attrs(lb: tuple, rb: tuple, lc: tuple, rc: tuple, precision: tuple | None) -> dict:
+    new: dict = {"lhs_contracting_dims": lc, "rhs_contracting_dims": rc}
+    if lb:
+        new.update(lhs_batch_dims=lb, rhs_batch_dims=rb)
+    if precision is not None:
+        new["operand_precision"] = precision
+    return new
+
+
 @rule("transpose")
 def transpose_of_dot(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
-    """transpose(dot(a, b)) that swaps the two free-dim groups of a batch-free dot -> dot(b, a): every
-    element is the same sum of the same products, in the same order."""
+    """transpose(dot(a, b)) that permutes the batch dims and keeps or swaps the two free-dim groups ->
+    one dot (operands swapped when the groups are): every element is the same sum of the same
+    products, in the same order."""
     dot = producer(op.operands[0], "dot")
     if dot is None or not default_layout(op, dot):
         return None
     a = attrs(dot)
-    if a.get("lhs_batch_dims") or a.get("rhs_batch_dims") or set(a) - {
-            "lhs_contracting_dims", "rhs_contracting_dims", "operand_precision"}:
+    if set(a) - _DOT_KEYS:
         return None
-    lhs, rhs = array(dot.operands[0]), array(dot.operands[1])
-    assert lhs is not None and rhs is not None
-    n_lhs_free = lhs.rank - len(a.get("lhs_contracting_dims", ()))
-    n_rhs_free = rhs.rank - len(a.get("rhs_contracting_dims", ()))
+    lb, rb, lc, rc = _dot_dims(a)
+    lhs, rhs, out = array(dot.operands[0]), array(dot.operands[1]), array(op.results[0])
+    assert lhs is not None and rhs is not None and out is not None
+    nb, nl = len(lb), lhs.rank - len(lb) - len(lc)
+    nr = rhs.rank - len(rb) - len(rc)
     perm = tuple(attrs(op)["dimensions"])
-    swapped = tuple(range(n_lhs_free, n_lhs_free + n_rhs_free)) + tuple(range(n_lhs_free))
-    if perm != swapped or perm == tuple(range(len(perm))):
+    sigma, rest = perm[:nb], perm[nb:]
+    if sorted(sigma) != list(range(nb)) or perm == tuple(range(len(perm))):
         return None
-    new_attrs = {"lhs_contracting_dims": tuple(a.get("rhs_contracting_dims", ())),
-                 "rhs_contracting_dims": tuple(a.get("lhs_contracting_dims", ()))}
-    if "operand_precision" in a:
-        new_attrs["operand_precision"] = tuple(reversed(a["operand_precision"]))
+    keep = tuple(range(nb, nb + nl + nr))
+    swap = tuple(range(nb + nl, nb + nl + nr)) + tuple(range(nb, nb + nl))
+    lb2, rb2 = tuple(lb[i] for i in sigma), tuple(rb[i] for i in sigma)
+    precision = tuple(a["operand_precision"]) if "operand_precision" in a else None
+    if rest == keep:
+        return ctx.new(op, "dot", list(dot.operands), out, _dot_attrs(lb2, rb2, lc, rc, precision))
+    if rest == swap:
+        flipped = tuple(reversed(precision)) if precision is not None else None
+        return ctx.new(op, "dot", [dot.operands[1], dot.operands[0]], out, _dot_attrs(rb2, lb2, rc, lc, flipped))
+    return None
+
+
+@rule("dot")
+def dot_of_transposes(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """dot(transpose(x), ...) -> dot(x, ...) with the batch and contracting dims renumbered, when the
+    transpose keeps the free dims in order (the result's dim order is unchanged)."""
+    a = attrs(op)
+    if set(a) - _DOT_KEYS or not default_layout(op) or _unreduced_user(op):
+        return None
+    dims = list(_dot_dims(a))
+    operands = list(op.operands)
+    changed = False
+    for side in (0, 1):
+        t = producer(operands[side], "transpose")
+        if t is None or not default_layout(t):
+            continue
+        perm = tuple(attrs(t)["dimensions"])
+        batch, contracting = dims[side], dims[side + 2]
+        free = [d for d in range(len(perm)) if d not in batch and d not in contracting]
+        moved_free = [perm[d] for d in free]
+        if moved_free != sorted(moved_free):
+            continue
+        dims[side] = tuple(perm[d] for d in batch)
+        dims[side + 2] = tuple(perm[d] for d in contracting)
+        operands[side] = t.operands[0]
+        changed = True
+    if not changed:
+        return None
     out = array(op.results[0])
     assert out is not None
-    return ctx.new(op, "dot", [dot.operands[1], dot.operands[0]], out, new_attrs)
+    precision = tuple(a["operand_precision"]) if "operand_precision" in a else None
+    return ctx.new(op, "dot", operands, out, _dot_attrs(dims[0], dims[1], dims[2], dims[3], precision))
+
+
+@rule("dot")
+def dot_without_contraction(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """A dot contracting nothing is a product per element: broadcast both operands, multiply."""
+    a = attrs(op)
+    lb, rb, lc, rc = _dot_dims(a)
+    lhs, rhs, out = array(op.operands[0]), array(op.operands[1]), array(op.results[0])
+    if lc or rc or set(a) - _DOT_KEYS or lhs is None or rhs is None or out is None or not default_layout(op):
+        return None
+    if not (lhs.element == rhs.element == out.element) or lhs.element.is_pred:
+        return None
+    nb = len(lb)
+    l_free = [d for d in range(lhs.rank) if d not in lb]
+    r_free = [d for d in range(rhs.rank) if d not in rb]
+    l_place = {d: i for i, d in enumerate(lb)} | {d: nb + i for i, d in enumerate(l_free)}
+    r_place = {d: i for i, d in enumerate(rb)} | {d: nb + len(l_free) + i for i, d in enumerate(r_free)}
+    wide_l = _broadcast_in_order(ctx, op, op.operands[0], [l_place[d] for d in range(lhs.rank)], out)
+    wide_r = _broadcast_in_order(ctx, op, op.operands[1], [r_place[d] for d in range(rhs.rank)], out)
+    return ctx.new(op, "multiply", [wide_l, wide_r], out)
+
+
+def _broadcast_in_order(ctx: Ctx, op: ir.Operation, x: ir.Value, places: list[int], out: ArrayType) -> ir.Value:
+    """x broadcast to `out`, operand dim d landing at places[d]; transposed first if places is unsorted."""
+    t = array(x)
+    assert t is not None
+    if places != sorted(places):
+        order = sorted(range(len(places)), key=lambda d: places[d])
+        x = ctx.new(op, "transpose", [x], ArrayType(t.element, tuple(t.dims[d] for d in order)),
+                    {"dimensions": tuple(order)})
+        places = sorted(places)
+    if tuple(places) == tuple(range(out.rank)) and array(x) == out:
+        return x
+    return ctx.new(op, "broadcast", [x], out, {"dimensions": tuple(places)})

@@ -4,6 +4,7 @@ ops whose `hlo.shape` spells a non-default layout are left alone, since the rewr
 
 from __future__ import annotations
 
+import numpy as np
 from mlir import ir
 
 from hlo_mlir.dialects import opcode_of, traits
@@ -197,10 +198,26 @@ def _slice_of_pad(ctx: Ctx, op: ir.Operation, inner: ir.Operation, slices: Slice
 
 
 def _slice_of_concat(ctx: Ctx, op: ir.Operation, inner: ir.Operation, slices: Slices) -> ir.Value | None:
-    """A slice that lies within one concatenated operand -> a slice of that operand."""
+    """A slice that lies within one concatenated operand -> a slice of that operand; a unit-stride one
+    across several -> the concatenation of their slices."""
     dim = _dims(inner)[0]
     s, _, st = slices[dim]
     last = s + (_out(op).dims[dim] - 1) * st
+    offset = 0
+    pieces: list[ir.Value] = []
+    for v in inner.operands:
+        t = array(v)
+        assert t is not None
+        lo, hi = max(s, offset), min(last + 1, offset + t.dims[dim])
+        if lo < hi and st == 1:
+            moved = list(slices)
+            moved[dim] = (lo - offset, hi - offset, 1)
+            piece_t = ArrayType(t.element, tuple(hi - lo if d == dim else n for d, n in enumerate(_out(op).dims)))
+            whole = all(m == (0, n, 1) for m, n in zip(moved, t.dims))
+            pieces.append(v if whole else ctx.new(op, "slice", [v], piece_t, {"slice": tuple(moved)}))
+        offset += t.dims[dim]
+    if len(pieces) > 1:
+        return ctx.new(op, "concatenate", pieces, _out(op), {"dimensions": (dim,)})
     offset = 0
     for v in inner.operands:
         t = array(v)
@@ -255,6 +272,31 @@ def reverse(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
 def pad_noop(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     padding = attrs(op)["padding"]
     return same_type(op, op.operands[0]) if all(tuple(p) == (0, 0, 0) for p in padding) else None
+
+
+@rule("pad")
+def pad_of_broadcast(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """pad(broadcast x) -> broadcast(pad(x broadcast only onto the padded dims)) when some dims are
+    neither padded nor x's: the padding is then done on the smaller array."""
+    bcast = producer(op.operands[0], "broadcast")
+    out = _out(op)
+    if bcast is None or not default_layout(op, bcast):
+        return None
+    padding = [tuple(p) for p in attrs(op)["padding"]]
+    bdims = _dims(bcast)
+    padded = {d for d, p in enumerate(padding) if p != (0, 0, 0)}
+    kept = tuple(sorted(set(bdims) | padded))
+    wide = array(bcast.results[0])
+    src = array(bcast.operands[0])
+    assert wide is not None and src is not None
+    if len(kept) == out.rank or bdims != tuple(sorted(bdims)):
+        return None
+    narrow_t = ArrayType(src.element, tuple(wide.dims[d] for d in kept))
+    narrow = bcast.operands[0] if kept == bdims else ctx.new(
+        op, "broadcast", [bcast.operands[0]], narrow_t, {"dimensions": tuple(kept.index(d) for d in bdims)})
+    padded_t = ArrayType(src.element, tuple(out.dims[d] for d in kept))
+    inner = ctx.new(op, "pad", [narrow, op.operands[1]], padded_t, {"padding": tuple(padding[d] for d in kept)})
+    return ctx.new(op, "broadcast", [inner], out, {"dimensions": kept})
 
 
 @rule("concatenate")
@@ -412,3 +454,37 @@ def real_imag_of_real(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     if t is None or t.element.is_complex:
         return None
     return same_type(op, op.operands[0]) if opcode_of(op) == "real" else ctx.filled(op, 0)
+
+
+# Chains of data-movement ops longer than this, or over more elements, are not traced.
+_CHAIN_OPS, _CHAIN_ELEMENTS = 8, 1 << 22
+
+
+@rule("reshape", "transpose", "bitcast")
+def movement_chain(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """A chain of reshapes, transposes and (default-layout) bitcasts with at least one transpose that
+    keeps every element's row-major position -> its source, or one reshape of it. Decided by moving
+    the element indices through the chain."""
+    chain = [op]
+    while len(chain) < _CHAIN_OPS:
+        inner = producer(chain[-1].operands[0], "reshape", "transpose", "bitcast")
+        if inner is None:
+            break
+        chain.append(inner)
+    if len(chain) < 2 or not any(opcode_of(c) == "transpose" for c in chain) or not default_layout(*chain):
+        return None
+    source = chain[-1].operands[0]
+    src, out = array(source), _out(op)
+    if src is None or src.element != out.element or src.num_elements > _CHAIN_ELEMENTS:
+        return None
+    index = np.arange(src.num_elements, dtype=np.int64).reshape(src.dims)
+    for c in reversed(chain):
+        t = array(c.results[0])
+        if t is None or t.element != src.element:
+            return None
+        index = np.transpose(index, _dims(c)) if opcode_of(c) == "transpose" else index.reshape(t.dims)
+    if not np.array_equal(index.reshape(-1), np.arange(src.num_elements)):
+        return None
+    if src.dims == out.dims:
+        return same_type(op, source)
+    return ctx.new(op, "reshape", [source], out)
