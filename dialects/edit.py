@@ -200,13 +200,6 @@ def inline_computation(fn: ir.Operation, args: Sequence[ir.Value], names: Names,
     return mapping[root]
 
 
-def infer_type(opcode: str, operands: Sequence[ir.Value], attrs: Mapping[str, Any] | None = None) -> HloType:
-    """The result type of a new op, by the shape rules (not for ops whose result must be declared)."""
-    from hlo_mlir.dialects.shape_rules import infer_result_type
-
-    return infer_result_type(opcode, [type_of(v) for v in operands], dict(attrs or {}))
-
-
 def add_scalar_computation(module: ir.Module, opcode: str, element: HloType, names: Names,
                            base: str = "scalar_computation") -> str:
     """A new private computation `(x, y) -> opcode(x, y)` on scalars of type `element`; its name.
