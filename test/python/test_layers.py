@@ -29,7 +29,7 @@ def test_import_layers(tmp_path: Path) -> None:
     _assemble(tmp_path / "tree")
     lint = Path(sys.executable).parent / "lint-imports"
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "tree")}
-    proc = subprocess.run([str(lint), "--config", str(ROOT / "pyproject.toml"), "--no-cache"], cwd=tmp_path / "tree",
+    proc = subprocess.run([str(lint), str(ROOT / "pyproject.toml"), "--no-cache"], cwd=tmp_path / "tree",
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 kept, 0 broken" in proc.stdout
@@ -41,7 +41,7 @@ def test_contract_sees_an_upward_import(tmp_path: Path) -> None:
     (package / "dialects" / "upward.py").write_text("from hlo_mlir.frontend import parser\n")
     lint = Path(sys.executable).parent / "lint-imports"
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "tree")}
-    proc = subprocess.run([str(lint), "--config", str(ROOT / "pyproject.toml"), "--no-cache"], cwd=tmp_path / "tree",
+    proc = subprocess.run([str(lint), str(ROOT / "pyproject.toml"), "--no-cache"], cwd=tmp_path / "tree",
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     assert "hlo_mlir.dialects.upward -> hlo_mlir.frontend.parser" in proc.stdout
