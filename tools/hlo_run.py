@@ -90,8 +90,8 @@ def _compare_with_xla(module: object, inputs: list, results: list, args: argpars
     """--compare with xla (one device): every named backend against this run's results."""
     from hlo_mlir.isolate import compare_backends
 
-    if args.replicas != 1 or args.infeed:
-        raise io.HloError("--compare xla runs one device without infeed: drop --replicas/--infeed")
+    if args.replicas != 1 or args.mpi or args.infeed:
+        raise io.HloError("--compare xla runs one device without infeed: drop --replicas/--mpi/--infeed")
     lines, bad = compare_backends(module, inputs, results, args.compare.split(","), args.abs_error_bound,
                                   args.rel_error_bound, denormals=args.denormals)
     print("\n".join(lines))
