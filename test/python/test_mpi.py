@@ -1,8 +1,8 @@
 """Devices as MPI processes (issue 16): `mpiexec -n N hlo-run FILE --mpi` and in-process `--replicas N`
 on the multi-device corpus (test/corpus/mpi: JAX programs as XLA holds them after spmd-partitioning,
-plus hand-written modules: the replica form, and XLA's four replica-group modes on 2 replicas x 2
-partitions), every device's outputs checked against XLA running the same
-text on N host devices; faults (a killed process, a failing one, mismatched collectives) end the run
+plus hand-written modules: the replica form, async and tuple forms, and XLA's four replica-group modes
+on 2 replicas x 2 partitions), every device's outputs checked against XLA running the same text on N
+host devices; faults (a killed process, a failing one, mismatched collectives) end the run
 within seconds instead of hanging.
 
 Run as a script (`python test_mpi.py oracle N OUT_DIR FILE...`) this file is the XLA side: it needs
@@ -27,7 +27,7 @@ HLO_RUN = [sys.executable, "-m", "hlo_mlir.tools.hlo_run"]
 FILES = sorted(p.name for p in CORPUS.glob("*.hlo"))
 # Pure data movement and sums of two: XLA's results bit for bit. The others do arithmetic (dot, tanh)
 # where our kernels and XLA's may round differently.
-EXACT = ("all_gather", "all_to_all", "ring_permute", "reduce_scatter.n2", "mesh_2x2", "replica_form", "group_modes")
+EXACT = ("all_gather", "all_to_all", "ring_permute", "reduce_scatter.n2", "mesh_2x2", "replica_form", "group_modes", "async_tuple")
 TIMEOUT_S = 120
 
 
@@ -111,7 +111,8 @@ def test_corpus_under_mpiexec(name: str, expected: dict, tmp_path: Path) -> None
         _check(name, _npz(tmp_path / f"out.{d}.npz"), expected[name][d], d)
 
 
-@pytest.mark.parametrize("name", ["dp_train_step.n4.hlo", "mesh_2x2.n4.hlo", "replica_form.n4.hlo", "group_modes.n4.hlo"])
+@pytest.mark.parametrize("name", ["dp_train_step.n4.hlo", "mesh_2x2.n4.hlo", "replica_form.n4.hlo", "group_modes.n4.hlo",
+                                  "async_tuple.n2.hlo"])
 def test_corpus_under_mpiexec_jit(name: str, expected: dict, tmp_path: Path) -> None:
     """The JIT's collectives (host calls into the same kernels) over MPI give XLA's results too."""
     n = devices_of(name)
