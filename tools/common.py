@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
 
@@ -27,14 +29,19 @@ def read_input(path: str) -> tuple[str, str]:
 
 
 def write_output(path: str, text: str) -> None:
+    """`text` to stdout ('-') or to exactly `path`, written beside it first and renamed into place."""
     if not text.endswith("\n"):
         text += "\n"
     if path == "-":
         sys.stdout.write(text)
         return
+    tmp = f"{path}.{os.getpid()}.tmp"  # renamed into place: an interrupted write never leaves half a file
     try:
-        Path(path).write_text(text)
+        Path(tmp).write_text(text)
+        os.replace(tmp, path)
     except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
         raise HloError(f"cannot write '{path}': {e.strerror or e}") from None
 
 

@@ -58,7 +58,13 @@ def random_inputs(types: Sequence[HloType], seed: int = 0) -> list[Any]:
     if seed < 0:
         raise HloError(f"the seed of random inputs must be a non-negative integer, got {seed}")
     rng = np.random.default_rng(seed)
-    return [random_value(t, rng) for t in types]
+    out = []
+    for i, t in enumerate(types):
+        try:
+            out.append(random_value(t, rng))
+        except MemoryError:
+            raise HloError(f"random input for parameter {i} ({t}): not enough memory for it") from None
+    return out
 
 
 def parse_literal_text(text: str, filename: str) -> Any:

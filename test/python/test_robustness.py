@@ -533,3 +533,25 @@ def test_degenerate_broadcast_matches_xla(operand: str, result: str, dims: str) 
     for backend in ("interpreter", "jit"):
         got = hlo_mlir.load(text).run(x, backend=backend)[0]
         assert got.shape == want.shape and got.tobytes() == want.tobytes(), backend
+
+
+def test_hlo_opt_output_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """-o onto its own input works, and a write failing halfway leaves the old file whole (no temporary)."""
+    import pathlib
+
+    path = _write(tmp_path, ONE_PARAMETER)
+    rc, _, err = call(hlo_opt.main, [str(path), "-o", str(path)])
+    assert rc == 0, err
+    assert "parameter(0)" in path.read_text()
+    before = path.read_text()
+
+    def half_written(self: pathlib.Path, text: str, *args: object, **kwargs: object) -> int:
+        with open(self, "w") as f:
+            f.write(text[: len(text) // 2])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pathlib.Path, "write_text", half_written)
+    rc, _, err = call(hlo_opt.main, [str(path), "-o", str(path)])
+    assert rc == 1 and "cannot write" in err and "No space left on device" in err
+    assert path.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]

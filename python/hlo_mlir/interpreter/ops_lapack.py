@@ -68,13 +68,22 @@ def backend_config(op: OpView) -> dict[str, Any]:
     return out
 
 
+# The letters each character attribute may hold (LAPACK's meaning of each).
+_LETTER_CHOICES = {"uplo": "LU", "side": "LR", "trans_x": "NTC", "diag": "UN", "mode": "ASON"}
+
+
 def _char(op: OpView, config: dict[str, Any], name: str, default: str | None = None) -> str:
     if name not in config:
         if default is None:
             raise InterpreterError(op, f"backend_config has no '{name}' attribute")
         return default
     value = config[name]
-    return chr(value) if isinstance(value, int) else str(value)
+    letter = chr(value) if isinstance(value, int) and 0 <= value < 0x110000 else str(value)
+    choices = _LETTER_CHOICES.get(name)
+    if choices is not None and letter not in choices:
+        raise InterpreterError(op, f"backend_config {name}={value!r:.40}: expected the code of one of "
+                               f"{', '.join(choices)} ({', '.join(str(ord(c)) for c in choices)})")
+    return letter
 
 
 _SHAPE = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\](?:\{([^}]*)\})?")
