@@ -6,12 +6,12 @@ import argparse
 import re
 import sys
 
-from hlo_mlir.tools.common import guarded, read_input, write_output
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.module import Module, load
+from hlo_mlir.tools.common import guarded, read_input, write_output
 
 LOWERINGS = ("linalg", "loops", "llvm", "llvm-ir")  # passes.lower_to_llvm.STAGES
-EMITS = ("hlo", "mlir", "stablehlo", *LOWERINGS)
+EMITS = ("hlo", "mlir", "stablehlo", "dot", "html", *LOWERINGS)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -19,7 +19,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("input", nargs="?", default="-",
                    help="HLO text, hlo-dialect or StableHLO .mlir file; '-' reads stdin")
     p.add_argument("-o", dest="output", default="-", help="output file (default stdout)")
-    p.add_argument("--emit", choices=EMITS, default="hlo", help="output form")
+    p.add_argument("--emit", choices=EMITS, default="hlo",
+                   help="output form: HLO text, the hlo dialect, StableHLO (needs jax), a Graphviz graph, one HTML "
+                        "page of the graph (needs Graphviz), or a lowering stage")
     p.add_argument("--verify", action=argparse.BooleanOptionalAction, default=True,
                    help="check every instruction against the shape rules (default on)")
     p.add_argument("--split-input-file", action="store_true", help="process chunks separated by '// -----'")
@@ -79,6 +81,11 @@ def _process(text: str, filename: str, args: argparse.Namespace) -> str:
         return indexing_report(module.mlir, args.print_indexing_maps or None, args.indexing_map_format)
     if args.emit == "mlir":
         return module.to_mlir(debug_info=args.mlir_print_debuginfo)
+    if args.emit in ("dot", "html"):
+        from hlo_mlir import visualize
+
+        graph = visualize.build(module)
+        return visualize.to_dot(graph) if args.emit == "dot" else visualize.to_html(graph)
     if args.emit == "stablehlo":
         from hlo_mlir.frontend.stablehlo import hlo_to_stablehlo
 
@@ -98,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             write_output(args.output, _list_passes())
             return
         text, filename = read_input(args.input)
-        chunks = re.split(r"^// -----[ \t]*$", text, flags=re.M) if args.split_input_file else [text]
+        chunks = re.split(r"^// -----[ \t]*$", text, flags=re.MULTILINE) if args.split_input_file else [text]
         outputs = []
         for i, chunk in enumerate(chunks):
             # Keep line numbers of later chunks true to the file by padding with newlines.
