@@ -35,6 +35,7 @@ from hlo_mlir.interpreter.run import Device, RendezvousError, header_counts
 
 TAG_HEADER, TAG_DATA, TAG_CONTROL, TAG_CHANNEL = 701, 702, 703, 704
 DEFAULT_TIMEOUT_S = 300.0
+SPIN_S = 0.5  # a wait polls without sleeping this long (a 64 MB transfer takes ~50 ms; on a busy machine more)
 
 
 def mpi() -> Any:
@@ -254,7 +255,7 @@ class MpiServices:
             if now - start > self.timeout:
                 raise RendezvousError(f"device {self.device} waited {self.timeout:g} s at {key[0]!r} for devices "
                                       f"{[p for p in peers if p != self.device]} (HLO_MLIR_MPI_TIMEOUT)")
-            if now - start > 0.05:  # spin at first (MPI progresses inside the test calls), then back off
+            if now - start > SPIN_S:  # spin at first (MPI moves data only inside its calls), then back off
                 time.sleep(pause)
                 pause = min(pause * 2 + 1e-5, 1e-3)
 
