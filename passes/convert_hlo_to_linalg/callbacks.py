@@ -131,7 +131,8 @@ def interpreter_call(rw: Rewriter) -> list[ir.Value]:
     return host_call(rw, run, inputs, in_types, out_types)
 
 
-@custom_call_rule("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
+@custom_call_rule("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.GlobalToLocalShape",
+                  "xla.sdy.LocalToGlobalShape", "xla.sdy.FuncResultSharding")  # ops_control.SHARDING_ANNOTATIONS
 def sharding_annotation(rw: Rewriter) -> list[ir.Value]:
     """XLA's partitioning annotations: the identity on one device (the interpreter checks the same)."""
     if rw.num_operands != 1 or rw.hlo_operand_type(0) != rw.hlo_result_type():
@@ -142,17 +143,14 @@ def sharding_annotation(rw: Rewriter) -> list[ir.Value]:
 
 @rule("custom-call")
 def custom_call(rw: Rewriter) -> list[ir.Value]:
-    from hlo_mlir.interpreter.ops_control import CUSTOM_CALLS
+    from hlo_mlir.interpreter.ops_control import CUSTOM_CALLS, missing_handler_message
 
     target = str(rw.attrs.get("custom_call_target", ""))
     native = CUSTOM_CALL_RULES.get(target)  # `@custom_call_rule` lowerings (e.g. TopK) come first
     if native is not None:
         return list(native(rw))
     if target not in CUSTOM_CALLS:
-        raise rw.error(
-            f"no handler is registered for custom_call_target \"{target}\"; register one with "
-            "hlo_mlir.interpreter.register_custom_call"
-        )
+        raise rw.error(missing_handler_message(target))
     return interpreter_call(rw)
 
 

@@ -133,8 +133,22 @@ def register_custom_call(target: str, handler: CustomCallHandler) -> None:
     CUSTOM_CALLS[target] = handler
 
 
-# Sharding annotations: XLA's partitioner consumes them; on one device each is the identity.
-SHARDING_ANNOTATIONS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
+# Sharding annotations: XLA's partitioner consumes them (the xla.sdy ones are Shardy's, in JAX's sharded
+# dumps); on one device each is the identity.
+SHARDING_ANNOTATIONS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.GlobalToLocalShape",
+                        "xla.sdy.LocalToGlobalShape", "xla.sdy.FuncResultSharding")
+PYTHON_CALLBACKS = ("xla_ffi_python_cpu_callback", "xla_python_cpu_callback")
+
+
+def missing_handler_message(target: str) -> str:
+    """Why a custom call cannot run, and how to make it run."""
+    register = ("register one with hlo_mlir.interpreter.register_custom_call(target, fn), fn(op, args, ctx) "
+                "returning its results")
+    if target in PYTHON_CALLBACKS:
+        return (f"custom_call_target \"{target}\" calls back into Python (jax.debug.print, jax.pure_callback or "
+                "io_callback): the Python function is not part of the dump, so it cannot run here; to run the "
+                f"module, {register.replace('one', 'a handler doing what the callback did')}")
+    return f"no handler is registered for custom_call_target \"{target}\"; {register}"
 
 
 def _sharding_annotation(op: OpView, args: list, ctx: Context) -> Value:
@@ -154,9 +168,5 @@ def custom_call(op: OpView, args: list, ctx: Context) -> Value:
     target = op.attrs.get("custom_call_target", "")
     handler = CUSTOM_CALLS.get(target)
     if handler is None:
-        raise InterpreterError(
-            op,
-            f"no handler is registered for custom_call_target \"{target}\"; register one with "
-            "hlo_mlir.interpreter.register_custom_call",
-        )
+        raise InterpreterError(op, missing_handler_message(target))
     return handler(op, args, ctx)
