@@ -87,6 +87,7 @@ def exchange(op: OpView, ctx: Context, value: Any, participants: Sequence[int]) 
         raise InterpreterError(op, str(e)) from None
 
 
+_MORE_DEVICES = " (run it on several devices: hlo-run --replicas N, or mpiexec -n N hlo-run --mpi)"
 _GLOBAL_IDS = frozenset({"all-reduce", "all-reduce-start", "cross-replica-sum", "all-gather", "all-gather-start",
                          "reduce-scatter"})
 
@@ -117,7 +118,8 @@ def device_groups(op: OpView, ctx: Context) -> tuple[tuple[int, ...], ...]:
     for g in groups:
         for i in g:
             if not 0 <= i < space:
-                raise InterpreterError(op, f"replica_groups names {what} {i}, but the run has {space} {what}(s)")
+                raise InterpreterError(op, f"replica_groups names {what} {i}, but the run has {space} {what}(s)"
+                                       + _MORE_DEVICES * (r_count * p_count == 1))
             if i in seen:
                 raise InterpreterError(op, f"{what} {i} appears in more than one replica group")
             seen.add(i)
