@@ -164,3 +164,52 @@ def test_sub_byte_constant_lowers_and_runs() -> None:
     (ours,) = module.run(x, backend="jit")
     (ref,) = module.run(x)
     np.testing.assert_array_equal(np.asarray(ours), np.asarray(ref))
+
+
+NATURAL = """HloModule m
+c {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  a2 = s32[] parameter(2)
+  b2 = s32[] parameter(3)
+  ROOT lt = pred[] compare(a, b), direction=LT
+}
+ENTRY e {
+  p = f32[4,8] parameter(0)
+  i = s32[4,8] parameter(1)
+  s = (f32[4,8], s32[4,8]) sort(p, i), dimensions={1}, to_apply=c
+  t = (f32[4,3], s32[4,3]) topk(p), k=3, largest=true
+  x = c64[4,8] parameter(2)
+  f = c64[4,8] fft(x), fft_type=FFT, fft_length={8}
+  sc = f32[8] parameter(3)
+  bn = f32[4,8] batch-norm-inference(p, sc, sc, sc, sc), epsilon=0.001, feature_index=1
+  lo = f32[] constant(0)
+  hi = f32[] constant(1)
+  r = f32[4,8] rng(lo, hi), distribution=rng_uniform
+  sz = s32[] constant(3)
+  sds = f32[<=4,8] set-dimension-size(p, sz), dimensions={0}
+  rid = u32[] replica-id()
+  ROOT tup = (f32[4,8], s32[4,8]) tuple(p, i)
+}"""
+
+NATURAL_MAPS = {
+    # sort: every operand's whole sorted dimension; topk: the whole last dimension
+    "s": ["operand id = 0 (d0, d1)[s0] -> (d0, s0), domain: d0 in [0, 3], d1 in [0, 7], s0 in [0, 7]",
+          "operand id = 1 (d0, d1)[s0] -> (d0, s0), domain: d0 in [0, 3], d1 in [0, 7], s0 in [0, 7]"],
+    "t": ["operand id = 0 (d0, d1)[s0] -> (d0, s0), domain: d0 in [0, 3], d1 in [0, 2], s0 in [0, 7]"],
+    "f": ["operand id = 0 (d0, d1)[s0] -> (d0, s0), domain: d0 in [0, 3], d1 in [0, 7], s0 in [0, 7]"],
+    "bn": ["operand id = 0 (d0, d1) -> (d0, d1), domain: d0 in [0, 3], d1 in [0, 7]",
+           "operand id = 4 (d0, d1) -> (d1), domain: d0 in [0, 3], d1 in [0, 7]"],
+    "r": ["operand id = 1 (d0, d1) -> (), domain: d0 in [0, 3], d1 in [0, 7]"],
+    "sds": ["operand id = 0 (d0, d1) -> (d0, d1), domain: d0 in [0, 3], d1 in [0, 7]",
+            "operand id = 1 (d0, d1) -> (), domain: d0 in [0, 3], d1 in [0, 7]"],
+    "tup": ["operand id = 0 (d0, d1) -> (d0, d1), domain: d0 in [0, 3], d1 in [0, 7]", "operand id = 1 KNOWN EMPTY"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(NATURAL_MAPS))
+def test_natural_maps_of_ops_xla_leaves_unknown(name: str) -> None:
+    """Maps read off the operation semantics for ops XLA's analysis has none for (issue 14)."""
+    report = indexing_report(hlo_mlir.load(NATURAL).mlir, name, "xla")
+    for line in NATURAL_MAPS[name]:
+        assert line in report.splitlines(), report

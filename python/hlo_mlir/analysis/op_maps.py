@@ -310,6 +310,70 @@ def _no_operands(instr: object, output_id: int) -> Indexing:
     return []
 
 
+# --- maps XLA's analysis does not define, read off the operation semantics ---------------------------
+
+
+def _first_operand_identity(instr: object, output_id: int) -> Indexing:
+    """domain, add-dependency, set-dimension-size: the result is operand 0 (further operands are a
+    token or a scalar size, read once per element)."""
+    out = output_dims(instr)
+    rest = [{scalar_map(out)} if not operand_dims(instr, i) and isinstance(instr.operand_types[i], ArrayType)
+            else {IndexingMap.undefined()} for i in range(1, len(instr.operands))]
+    return [{IndexingMap.identity(out)}, *rest]
+
+
+def _tuple(instr: object, output_id: int) -> Indexing:
+    """Element `output_id` of the tuple is operand `output_id`; the others are not read for it."""
+    out = output_dims(instr, output_id)
+    result: Indexing = []
+    for i in range(len(instr.operands)):
+        if i == output_id:
+            result.append({IndexingMap.identity(out)})
+            continue
+        none = IndexingMap.from_tensor_sizes(A.affine_map(len(out), 0, [A.const(0)] * len(operand_dims(instr, i))), out)
+        none.reset_to_known_empty()
+        result.append({none})
+    return result
+
+
+def _scalar_operands(instr: object, output_id: int) -> Indexing:
+    """rng: its bounds (or mean and deviation) are scalars every output element reads."""
+    out = output_dims(instr)
+    return [{scalar_map(out) if not operand_dims(instr, i) else IndexingMap.undefined()}
+            for i in range(len(instr.operands))]
+
+
+def _reads_trailing_dims(instr: object, output_id: int, count: int) -> Indexing:
+    """Each output element depends on all of the last `count` dims of every operand (leading dims
+    are batch dims, shared with the output): topk, fft. (cholesky and triangular-solve read only a
+    triangle: like XLA, they have no map.)"""
+    out = output_dims(instr, output_id)
+    result: Indexing = []
+    for i in range(len(instr.operands)):
+        src = operand_dims(instr, i)
+        batch = len(src) - count
+        exprs = [A.dim(d) for d in range(batch)] + [A.sym(j) for j in range(count)]
+        result.append({IndexingMap.from_tensor_sizes(A.affine_map(len(out), count, exprs), out, src[batch:])})
+    return result
+
+
+def _sort(instr: object, output_id: int) -> Indexing:
+    """An output element depends on the whole sorted dimension of every operand, nothing else."""
+    out = output_dims(instr, output_id)
+    axis = instr.attrs["dimensions"][0]
+    exprs = [A.sym(0) if d == axis else A.dim(d) for d in range(len(out))]
+    m = IndexingMap.from_tensor_sizes(A.affine_map(len(out), 1, exprs), out, [out[axis]])
+    return [{m} for _ in instr.operands]
+
+
+def _batch_norm_inference(instr: object, output_id: int) -> Indexing:
+    """operand: the same element; scale, offset, mean, variance: the element of its feature."""
+    out = output_dims(instr)
+    feature = instr.attrs["feature_index"]
+    per_feature = IndexingMap.from_tensor_sizes(A.affine_map(len(out), 0, [A.dim(feature)]), out)
+    return [{IndexingMap.identity(out)}] + [{per_feature} for _ in instr.operands[1:]]
+
+
 def _fusion(instr: object, output_id: int) -> Indexing:
     from hlo_mlir.analysis.fusion import fusion_output_to_input
 
@@ -333,6 +397,18 @@ def _convolution(instr: object, output_id: int) -> Indexing:
 OUTPUT_TO_INPUT: dict[str, Callable[[object, int], Indexing]] = {
     **{op: _elementwise for op in ELEMENTWISE_INDEXING},
     "all-gather": _all_gather,
+    "add-dependency": _first_operand_identity,
+    "batch-norm-inference": _batch_norm_inference,
+    "domain": _first_operand_identity,
+    "fft": lambda instr, output_id: _reads_trailing_dims(instr, output_id, len(instr.attrs["fft_length"])),
+    "partition-id": _no_operands,
+    "replica-id": _no_operands,
+    "rng": _scalar_operands,
+    "rng-get-and-update-state": _no_operands,
+    "set-dimension-size": _first_operand_identity,
+    "sort": _sort,
+    "topk": lambda instr, output_id: _reads_trailing_dims(instr, output_id, 1),
+    "tuple": _tuple,
     "bitcast-convert": _bitcast_convert,
     "bitcast": _bitcast,
     "broadcast": _broadcast,
