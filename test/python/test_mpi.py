@@ -124,15 +124,16 @@ def test_corpus_under_mpiexec_jit(name: str, expected: dict, tmp_path: Path) -> 
         _check(name, _npz(tmp_path / f"out.{d}.npz"), expected[name][d], d)
 
 
+@pytest.mark.parametrize("backend", ["interpreter", "jit"])
 @pytest.mark.parametrize("name", FILES)
-def test_corpus_in_process(name: str, expected: dict) -> None:
+def test_corpus_in_process(name: str, backend: str, expected: dict) -> None:
     """The same modules with the devices as threads of one process (Module.run(replicas=N))."""
     import hlo_mlir
 
     n = devices_of(name)
     where = expected["root"] / name
     args = [_npz_args(where / f"in.{d}.npz") for d in range(n)]
-    results = hlo_mlir.load(CORPUS / name).run(replicas=n, device_args=args)
+    results = hlo_mlir.load(CORPUS / name).run(replicas=n, device_args=args, backend=backend)
     for d in range(n):
         _check(name, [np.asarray(v) for v in results[d]], expected[name][d], d)
 
