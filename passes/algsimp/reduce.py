@@ -275,3 +275,12 @@ def _broadcast_in_order(ctx: Ctx, op: ir.Operation, x: ir.Value, places: list[in
     if tuple(places) == tuple(range(out.rank)) and array(x) == out:
         return x
     return ctx.new(op, "broadcast", [x], out, {"dimensions": tuple(places)})
+
+
+@rule("reduce", "reduce-window")
+def reduce_of_nothing(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """A reduce (or reduce-window) of an empty array: every result element is init."""
+    src, out = array(op.operands[0]), array(op.results[0])
+    if len(op.operands) != 2 or src is None or out is None or src.num_elements or not default_layout(op):
+        return None
+    return ctx.new(op, "broadcast", [op.operands[1]], out, {"dimensions": ()}) if out.rank else op.operands[1]

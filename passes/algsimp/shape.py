@@ -10,7 +10,7 @@ from mlir import ir
 from hlo_mlir.dialects import opcode_of, traits
 from hlo_mlir.types import ArrayType
 
-from .core import Ctx, array, attrs, default_layout, producer, rule, same_type, splat, with_type
+from .core import Ctx, array, attrs, constant_data, default_layout, producer, rule, same_type, splat, with_type
 
 Slices = tuple[tuple[int, int, int], ...]
 
@@ -488,3 +488,47 @@ def movement_chain(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     if src.dims == out.dims:
         return same_type(op, source)
     return ctx.new(op, "reshape", [source], out)
+
+
+@rule("bitcast-convert")
+def bitcast_convert_of_concat(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """bitcast-convert(concatenate(bitcast-convert a, bitcast-convert b, ...)) back to the type of a, b, ...
+    (same bit width) -> concatenate(a, b, ...)."""
+    cat = producer(op.operands[0], "concatenate")
+    out = _out(op)
+    if cat is None or not default_layout(op, cat):
+        return None
+    sources = [producer(v, "bitcast-convert") for v in cat.operands]
+    if any(s is None for s in sources):
+        return None
+    inputs = [s.operands[0] for s in sources]  # type: ignore[union-attr]
+    if any(array(v) is None or array(v).element != out.element for v in inputs):  # type: ignore[union-attr]
+        return None
+    mid = array(cat.results[0])
+    if mid is None or mid.element.bits != out.element.bits:
+        return None
+    return ctx.new(op, "concatenate", inputs, out, {"dimensions": _dims(cat)})
+
+
+@rule("dynamic-slice")
+def dynamic_slice_of_iota_constant(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """One element of a 1-D integer constant k*stride (k = 0..n-1) at index i -> clamp(i) * stride,
+    with the index clamped as dynamic-slice clamps it."""
+    data = constant_data(op.operands[0])
+    out = _out(op)
+    idx_t = array(op.operands[1])
+    if data is None or data.ndim != 1 or data.size < 2 or out.dims != (1,) or idx_t is None:
+        return None
+    if not out.element.is_integer or not idx_t.element.is_integer:
+        return None
+    stride = int(data[1])
+    if not np.array_equal(data.astype(np.int64), np.arange(data.size, dtype=np.int64) * stride):
+        return None
+    scalar_idx = ArrayType(idx_t.element, ())
+    clamped = ctx.new(op, "clamp", [ctx.filled(op, 0, scalar_idx), op.operands[1],
+                                    ctx.filled(op, data.size - 1, scalar_idx)], scalar_idx)
+    scalar_out = ArrayType(out.element, ())
+    value = ctx.new(op, "convert", [clamped], scalar_out) if idx_t.element != out.element else clamped
+    if stride != 1:
+        value = ctx.new(op, "multiply", [value, ctx.filled(op, stride, scalar_out)], scalar_out)
+    return ctx.new(op, "reshape", [value], out)
