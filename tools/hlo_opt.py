@@ -6,6 +6,8 @@ import argparse
 import re
 import sys
 
+from hlo_mlir import __version__, progress
+from hlo_mlir.completion import CompletionAction
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.module import Module, load
 from hlo_mlir.tools.common import guarded, read_input, write_output
@@ -19,6 +21,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("input", nargs="?", default="-",
                    help="HLO text, hlo-dialect or StableHLO .mlir file; '-' reads stdin")
     p.add_argument("-o", dest="output", default="-", help="output file (default stdout)")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    p.add_argument("--completion", action=CompletionAction, extra_values=_completion_values)
+    p.add_argument("--quiet", action="store_true", help="no progress line on stderr for long lowerings")
     p.add_argument("--emit", choices=EMITS, default="hlo",
                    help="output form: HLO text, the hlo dialect, StableHLO (needs jax), a Graphviz graph, one HTML "
                         "page of the graph (needs Graphviz), or a lowering stage")
@@ -43,6 +48,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="print the module before pass NAME (repeatable)")
     g.add_argument("--timing", "--mlir-timing", action="store_true", help="print per-pass times (to stderr)")
     return p
+
+
+def _completion_values() -> dict[str, list[str]]:
+    """Pass and pipeline names for the completion script."""
+    from hlo_mlir.passes.pipeline import PIPELINES
+    from hlo_mlir.passes.registry import PASSES
+
+    return {"--passes": list(PASSES), "--pipeline": list(PIPELINES)}
 
 
 def _list_passes() -> str:
@@ -84,8 +97,9 @@ def _process(text: str, filename: str, args: argparse.Namespace) -> str:
     if args.emit in ("dot", "html"):
         from hlo_mlir import visualize
 
-        graph = visualize.build(module)
-        return visualize.to_dot(graph) if args.emit == "dot" else visualize.to_html(graph)
+        with progress.stage(f"hlo-opt: drawing ({args.emit})"):
+            graph = visualize.build(module)
+            return visualize.to_dot(graph) if args.emit == "dot" else visualize.to_html(graph)
     if args.emit == "stablehlo":
         from hlo_mlir.frontend.stablehlo import hlo_to_stablehlo
 
@@ -93,12 +107,14 @@ def _process(text: str, filename: str, args: argparse.Namespace) -> str:
     if args.emit in LOWERINGS:
         from hlo_mlir.passes.lower_to_llvm import emit
 
-        return emit(module, args.emit, text)
+        with progress.stage(f"hlo-opt: lowering to {args.emit}"):
+            return emit(module, args.emit, text)
     return module.to_hlo()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    progress.enable(not args.quiet)
 
     def run() -> None:
         if args.list_passes:

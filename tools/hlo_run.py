@@ -7,7 +7,8 @@ import os
 import sys
 from typing import Any
 
-from hlo_mlir import io
+from hlo_mlir import __version__, io, progress
+from hlo_mlir.completion import CompletionAction
 from hlo_mlir.frontend.elided import fill_elided_constants, require_values
 from hlo_mlir.interpreter.run import RANK, device_path, header_counts
 from hlo_mlir.module import load
@@ -16,7 +17,10 @@ from hlo_mlir.tools.common import guarded, read_input
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hlo-run", description=__doc__)
-    p.add_argument("input", help="HLO text or .mlir file; '-' reads stdin")
+    p.add_argument("input", help="HLO text, hlo-dialect or StableHLO .mlir file; '-' reads stdin")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    p.add_argument("--completion", action=CompletionAction)
+    p.add_argument("--quiet", action="store_true", help="no progress line on stderr for long compiles and runs")
     p.add_argument("--inputs", nargs="+", default=None, metavar="FILE",
                    help="one .npz (keys arg0, arg1, ...) or one .npy / literal-text file per parameter; with several "
                         "devices, {rank} in a path is the device index (a path without it is every device's)")
@@ -132,6 +136,7 @@ def _check_timing_options(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    progress.enable(not args.quiet)
 
     def run() -> None:
         _check_timing_options(args)
@@ -166,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.isolate:
             from hlo_mlir.isolate import isolate, parse_backends, report
 
-            found = isolate(module, inputs, parse_backends(args.isolate), args.abs_error_bound, args.rel_error_bound)
+            with progress.stage(f"isolate {args.isolate}"):
+                found = isolate(module, inputs, parse_backends(args.isolate), args.abs_error_bound,
+                                args.rel_error_bound, progress=progress.step)
             print(report(found, args.abs_error_bound, args.rel_error_bound))
             if found.mismatches:
                 raise io.HloError(f"--isolate {args.isolate}: instruction '{found.mismatches[0].name}' differs "

@@ -1,9 +1,16 @@
 """hlo-mlir: read, transform, verify and run XLA HLO text with MLIR, from Python."""
 
+from importlib import metadata
+
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.module import Module, load
 
-__all__ = ["Builder", "HloError", "Module", "from_jax", "jit", "load"]
+__all__ = ["Builder", "HloError", "Module", "__version__", "from_jax", "jit", "load"]
+
+try:
+    __version__ = metadata.version("hlo-mlir")
+except metadata.PackageNotFoundError:  # run from a source tree without installing
+    __version__ = "unknown (not installed)"
 
 
 def __getattr__(name: str) -> object:

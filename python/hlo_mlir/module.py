@@ -15,6 +15,7 @@ from hlo_mlir.frontend.ir_gen import import_module
 from hlo_mlir.frontend.mlir_input import check_module
 from hlo_mlir.frontend.parser import parse
 from hlo_mlir.frontend.stablehlo import is_stablehlo_module, looks_like_stablehlo, stablehlo_to_hlo
+from hlo_mlir.signature import Signature, entry_signature
 
 
 class Module:
@@ -49,17 +50,25 @@ class Module:
     def __str__(self) -> str:
         return self.to_hlo()
 
+    @property
+    def signature(self) -> Signature:
+        """The entry computation's parameters (names, shapes, dtypes) and result type."""
+        return entry_signature(self)
+
     def run(self, *args: Any, backend: str = "interpreter", **options: Any) -> list:
         """Execute the entry computation; returns the results flattened depth-first."""
+        from hlo_mlir import progress
         from hlo_mlir.interpreter.run import run_module
 
         if backend == "jit":
             from hlo_mlir.runtime.jit import run as run_jit
 
-            return run_jit(self, list(args), **options)
+            with progress.stage(f"{self.filename}: compiling and running (jit)"):
+                return run_jit(self, list(args), **options)
         if backend != "interpreter":
             raise HloError(f"unknown backend '{backend}': the available backends are 'interpreter' and 'jit'")
-        return run_module(self, list(args), **options)
+        with progress.stage(f"{self.filename}: running (interpreter)"):
+            return run_module(self, list(args), **options)
 
 
 _FILE_NAME = re.compile(r"[^\s{}()=%]+\.(hlo|mlir|txt|pb|hlotxt)")

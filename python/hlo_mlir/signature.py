@@ -1,0 +1,56 @@
+"""`Module.signature`: what the entry computation takes and returns, in HLO's and NumPy's terms.
+
+Why: a user holding a dump wants to know which arrays to feed (names, shapes, dtypes) before running it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from mlir import ir
+
+from hlo_mlir.dialects import SHAPE, from_mlir_type
+from hlo_mlir.types import ArrayType, HloType
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    shape: str  # HLO shape text, with its layout where the text gave one: f32[4,8]{1,0}
+    type: HloType
+    dtype: np.dtype | None  # None for tuples, tokens and element types NumPy lacks
+
+
+@dataclass(frozen=True)
+class Signature:
+    parameters: tuple[Parameter, ...]
+    result: HloType
+
+    def __str__(self) -> str:
+        return f"({', '.join(f'{p.name}: {p.shape}' for p in self.parameters)}) -> {self.result}"
+
+
+def _dtype(t: HloType) -> np.dtype | None:
+    if isinstance(t, ArrayType) and t.element.dtype is not None:
+        return np.dtype(t.element.dtype)
+    return None
+
+
+def entry_signature(module: Any) -> Signature:
+    """The entry computation's parameters (in order) and result type."""
+    from hlo_mlir.interpreter.evaluator import parameter_names
+
+    with module.context:
+        funcs = [op.operation for op in module.mlir.body.operations]
+        entry = next((f for f in funcs if "sym_visibility" not in f.attributes), funcs[-1])
+        ftype = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
+        arg_attrs = list(ir.ArrayAttr(entry.attributes["arg_attrs"])) if "arg_attrs" in entry.attributes else []
+        params = []
+        for i, (name, t) in enumerate(zip(parameter_names(entry), ftype.inputs)):
+            hlo_type = from_mlir_type(t)
+            attrs = ir.DictAttr(arg_attrs[i]) if i < len(arg_attrs) else None
+            shape = ir.StringAttr(attrs[SHAPE]).value if attrs is not None and SHAPE in attrs else str(hlo_type)
+            params.append(Parameter(name, shape, hlo_type, _dtype(hlo_type)))
+        return Signature(tuple(params), from_mlir_type(ftype.results[0]))
