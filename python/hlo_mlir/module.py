@@ -28,10 +28,39 @@ class Module:
         self.filename = filename
         self.source = source  # the text it was read from, for diagnostics' source lines
         self._compiled: dict = {}  # the JIT's builds of this module by options (`runtime.jit.compile_module`)
+        self._values_checked = False  # no elided constants (checked before the first run)
 
     def invalidate(self) -> None:
         """Forget the compiled code after changing `self.mlir` in place (`passes.apply` does this)."""
         self._compiled = {}
+        self._values_checked = False
+
+    def fill_elided_constants(self, mode: str = "random", seed: int = 0) -> list[str]:
+        """Give constants printed elided (`constant({...})`) values: "random" (small, positive) or "zeros";
+        returns the names of the constants filled."""
+        from hlo_mlir.frontend.elided import fill_elided_constants
+
+        with self.context:
+            filled = fill_elided_constants(self.mlir, mode, seed)
+        self.invalidate()
+        return filled
+
+    def _require_values(self) -> None:
+        """Before a first run: an elided constant is an error that says how to fill it (once per change)."""
+        if self._values_checked:
+            return
+        from hlo_mlir.frontend.elided import elided_constants
+
+        with self.context:
+            elided = elided_constants(self.mlir)
+        if elided:
+            from hlo_mlir.frontend.elided import op_location
+
+            loc = op_location(elided[0])
+            raise HloError(f"{len(elided)} constant(s) were elided ({{...}}) in the text and have no value: call "
+                           "module.fill_elided_constants('random' or 'zeros') first (hlo-run: --elided-constants)",
+                           loc, self.source if loc is not None and loc.file == self.filename else None)
+        self._values_checked = True
 
     def verify(self) -> None:
         """Raise HloError at the first instruction breaking a shape rule (see hlo_mlir.verifier)."""
@@ -60,6 +89,7 @@ class Module:
         from hlo_mlir import progress
         from hlo_mlir.interpreter.run import run_module
 
+        self._require_values()
         if backend == "jit":
             from hlo_mlir.runtime.jit import run as run_jit
 

@@ -103,3 +103,13 @@ def test_no_progress_line_when_quick_not_a_terminal_or_quiet(quick: None, monkey
     with progress.stage("slow", tty):
         time.sleep(0.2)
     assert tty.getvalue() == ""
+
+
+def test_elided_constant_hint_from_python() -> None:
+    m = hlo_mlir.load("HloModule e\nENTRY m {\n  p = f32[4] parameter(0)\n  c = f32[4] constant({...})\n"
+                      "  ROOT a = f32[4] add(p, c)\n}\n")
+    with pytest.raises(hlo_mlir.HloError, match=r"<string>:4:3: error: 1 constant\(s\) were elided .* call "
+                       r"module.fill_elided_constants\('random' or 'zeros'\) first"):
+        m.run(np.ones(4, np.float32))
+    assert m.fill_elided_constants("zeros") == ["c"]
+    np.testing.assert_array_equal(m.run(np.ones(4, np.float32), backend="jit")[0], np.ones(4, np.float32))
