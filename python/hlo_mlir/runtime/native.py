@@ -37,7 +37,9 @@ _MATTR = "-avx512bf16,-avx512fp16"
 # multiply their size (ssd_mobilenet: 2.6x more IR after opt, a quarter of llc's time in LSR) for no
 # measurable speed (ssd run time within noise, compile 34 -> 22 s on a loaded machine).
 _OPT_FLAGS = ("-unroll-threshold=0",)
-_LLC_FLAGS = ("-disable-lsr",)
+# -fp-contract=fast: a multiply feeding an add becomes one FMA, as XLA:CPU compiles (AllowFPOpFusion=Fast);
+# results are then bit-identical to XLA's (test_contraction.py).
+_LLC_FLAGS = ("-disable-lsr", "-fp-contract=fast")
 PART_BYTES = 256 * 1024  # LLVM IR text per parallel part: big enough that process start-up is noise
 _HOST_DECL = re.compile(r"^declare void @(_mlir_ciface_hlo_host_\w+)\(([^)]*)\)[^\n]*$", re.M)
 
@@ -240,4 +242,3 @@ def entry_point(lib: ctypes.CDLL, name: str) -> Callable[..., None]:
         raise HloError(f"jit: the compiled module has no entry point '{name}'") from None
     fn.restype = None
     return fn
-
