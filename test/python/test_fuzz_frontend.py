@@ -59,3 +59,30 @@ def test_findings(text: str, message: str, tmp_path: Path) -> None:
                                                  "interpreter"], 60)
     assert frontend_fuzz.problem(rc, err) is None and rc == 1, err
     assert message in err
+
+
+def test_reduce_to_zero_columns() -> None:
+    """f64 add-reduce of f64[1,3,1,0] over dimension 0 (a grammar module): an empty result, as the JIT gives
+    (the interpreter's one-column path indexed the missing column)."""
+    import hlo_mlir
+    import numpy as np
+
+    text = ("HloModule m\nadd {\n  a = f64[] parameter(0)\n  b = f64[] parameter(1)\n  ROOT r = f64[] add(a, b)\n}\n"
+            "ENTRY e {\n  p = f64[1,3,1,0] parameter(0)\n  z = f64[] parameter(1)\n"
+            "  ROOT r = f64[3,1,0] reduce(p, z), dimensions={0}, to_apply=add\n}\n")
+    got = hlo_mlir.load(text).run(np.zeros((1, 3, 1, 0)), np.float64(0))[0]
+    assert got.shape == (3, 1, 0) and got.dtype == np.float64
+
+
+def test_unverified_recursive_call_names_the_rule(tmp_path: Path) -> None:
+    """ENTRY calling itself with too few arguments under --no-verify (grammar modules): the call's broken
+    rule, not an IndexError inside the callee."""
+    from hlo_mlir.tools import hlo_run
+
+    path = tmp_path / "in.hlo"
+    path.write_text("HloModule m\nENTRY main {\n  p = s32[2] parameter(0)\n  q = s32[2] parameter(1)\n"
+                    "  c = s32[2] call(p), to_apply=main\n  ROOT a = s32[2] add(p, q)\n}\n")
+    rc, err = frontend_fuzz._call(hlo_run.main, [str(path), "--no-verify", "--random-inputs", "--backend",
+                                                 "interpreter"], 60)
+    assert rc == 1 and frontend_fuzz.problem(rc, err) is None, err
+    assert "in.hlo:5:3: error: call 'c': computation 'main' takes 2 parameters but 1 operands are passed" in err

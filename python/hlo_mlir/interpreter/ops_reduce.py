@@ -92,7 +92,7 @@ def _sequential(uf: np.ufunc, rows: np.ndarray, init: np.ndarray) -> np.ndarray:
     axis, e.g. of a transposed view, it may be pairwise/SIMD: `rows` is copied C-ordered); it starts
     from `initial` (without it, add starts from +0 and loses a -0 sum). A 1-D reduce may be pairwise
     too, so a single column goes through accumulate instead."""
-    if rows.shape[1] > 1:
+    if rows.shape[1] != 1:  # (no columns: an empty result)
         return uf.reduce(np.ascontiguousarray(rows), axis=0, initial=init)
     stacked = np.concatenate([np.reshape(init, (1,)).astype(rows.dtype), rows[:, 0]])
     return uf.accumulate(stacked)[-1:]
