@@ -57,6 +57,10 @@ PASSES: dict[str, PassInfo] = {
                  " and reduces"),
         PassInfo("dot-decompose", "dot_decompose", "put every dot in canonical form: batch, free and contracting"
                  " dims in order, via transposes and reshapes"),
+        PassInfo("zero-sized-hlo-elimination", "zero_sized", "replace instructions whose array result has no"
+                 " elements by an empty constant (XLA's ZeroSizedHloElimination)"),
+        PassInfo("conditional-simplifier", "conditional_simplify", "inline the branch a conditional takes when"
+                 " it is known: a constant predicate or index, or a single branch"),
         PassInfo("fusion", "fusion", "producer-consumer loop and input fusion into fusion computations,"
                  " decided with the indexing analysis"),
     )
