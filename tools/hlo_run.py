@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from typing import Any
 
 from hlo_mlir import __version__, io, progress
@@ -251,7 +252,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: device {rank}: --mpi runs one device per process (mpiexec -n N): drop --replicas",
                   file=sys.stderr)
             return 1
-    code = guarded(run_here)
+    try:
+        code = guarded(run_here)
+    except Exception as e:  # an internal error: under MPI still tell the others and leave (see below)
+        if rank is None:
+            raise
+        from hlo_mlir.interpreter import mpi
+
+        traceback.print_exc()
+        mpi.notify_failure(f"device {rank}: internal error: {type(e).__name__}: {e}")
+        code = 1
     if rank is not None and code:
         # MPI_Finalize at exit would wait for devices that may never get there: leave now (mpiexec then stops
         # any device still running).

@@ -237,7 +237,14 @@ class MpiServices:
                     f"{_what(theirs)}")
 
     def _wait(self, requests: list, key: Any, peers: Sequence[int]) -> None:
-        """Until every request completes; errors when a peer failed or finished, or on the timeout."""
+        """Until every request completes; errors when a peer failed or finished, on the timeout, or when MPI
+        reports one (e.g. a differing header longer than the buffer for it)."""
+        try:
+            self._poll(requests, key, peers)
+        except self.MPI.Exception as e:
+            raise RendezvousError(f"device {self.device} at {key[0]!r}: MPI error: {e}") from None
+
+    def _poll(self, requests: list, key: Any, peers: Sequence[int]) -> None:
         if not requests or self.MPI.Request.Testall(requests):
             return
         start = time.monotonic()
