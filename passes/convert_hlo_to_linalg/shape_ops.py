@@ -254,6 +254,9 @@ def slice_(rw: Rewriter) -> list[ir.Value]:
     shape = rw.result_shape()
     x = rw.operand(0)
     src = _dims(x)
+    et = ir.RankedTensorType(x.type).element_type
+    if 0 in shape:  # nothing to read (a strided map over an empty range does not verify)
+        return [rw.empty(shape, et)]
     if all(int(t[0]) != 0 or int(t[2]) != 1 or shape[d] == src[d] for d, t in enumerate(triples)):
         exprs = [ir.AffineConstantExpr.get(int(t[0])) + ir.AffineDimExpr.get(d) * int(t[2])
                  for d, t in enumerate(triples)]
@@ -262,9 +265,6 @@ def slice_(rw: Rewriter) -> list[ir.Value]:
     # operand, so read the operand with tensor.extract at the computed indices instead. (A
     # tensor.extract_slice view would do, but some of its bufferizations copy through the runtime
     # library's memrefCopy, which the JIT does not load.)
-    et = ir.RankedTensorType(x.type).element_type
-    if 0 in shape:
-        return [rw.empty(shape, et)]
 
     def body(_out: ir.Value) -> list[ir.Value]:
         idx = [arith.addi(arith.muli(rw.index(d), _idx(int(t[2]))), _idx(int(t[0]))) for d, t in enumerate(triples)]
