@@ -187,6 +187,29 @@ class MpiServices:
             out.append(result.reshape(a.shape))
         return out
 
+    def reduce_scatter(self, key: Any, device: int, blocks: list[list[np.ndarray]], group: Sequence[int],
+                       fold: Callable[[list[np.ndarray]], np.ndarray]) -> list[np.ndarray]:
+        """blocks[i][j] is operand i's j-th block: block j goes to group member j, and this device folds the
+        blocks it receives (its own included) in group order."""
+        group = tuple(group)
+        peers = self._peers(group)
+        me = group.index(self.device)
+        blocks = [[np.ascontiguousarray(b) for b in row] for row in blocks]
+        self._headers(key, peers, [row[me] for row in blocks], "reduce-scatter", order=group)
+        out = []
+        for row in blocks:
+            pieces = [row[me] if p == self.device else np.empty(row[me].shape, row[me].dtype) for p in group]
+            requests = []
+            for j, p in enumerate(group):
+                if p == self.device or row[me].size == 0:
+                    continue
+                requests.append(self.comm.Irecv([pieces[j].reshape(-1).view(np.uint8), self.MPI.BYTE], source=p,
+                                                tag=TAG_DATA))
+                requests.append(self.comm.Isend([_bytes(row[j]), self.MPI.BYTE], dest=p, tag=TAG_DATA))
+            self._wait(requests, key, peers)
+            out.append(np.ascontiguousarray(fold(pieces)))
+        return out
+
     def permute(self, key: Any, device: int, arrays: list[np.ndarray], pairs: Sequence[tuple[int, int]],
                 participants: Sequence[int]) -> list[np.ndarray] | None:
         """collective-permute: the arrays go to this device's target, and what its source sent comes back

@@ -295,8 +295,18 @@ def reduce_scatter(op: OpView, args: list, ctx: Context) -> Value:
     dim = _dimension(op)
     group = my_group(op, ctx)
     me = group.index(device_of(ctx))
-    for a in arrays:
-        _split(op, a, dim, len(group))  # validate before the rendezvous
+    blocks = [_split(op, a, dim, len(group)) for a in arrays]  # validated before the rendezvous
+    services = getattr(ctx, "services", None)
+    if len(group) > 1 and hasattr(services, "reduce_scatter"):  # between processes: only the blocks move
+        count = services.count(device_of(ctx), op.name)
+        try:
+            out = services.reduce_scatter((op.name, count), device_of(ctx), blocks, group,
+                                          lambda parts: _combine(op, ctx, parts))
+        except Exception as e:
+            if type(e).__name__ == "RendezvousError":
+                raise InterpreterError(op, str(e)) from None
+            raise
+        return _pack(op, out)
     reduced = reduce_among(op, ctx, arrays, group)
     return _pack(op, [np.ascontiguousarray(_split(op, r, dim, len(group))[me]) for r in reduced])
 
