@@ -62,7 +62,7 @@ def random_inputs(types: Sequence[HloType], seed: int = 0) -> list[Any]:
     for i, t in enumerate(types):
         try:
             out.append(random_value(t, rng))
-        except MemoryError:
+        except (MemoryError, ValueError):  # NumPy: "array is too big" beyond its size limit
             raise HloError(f"random input for parameter {i} ({t}): not enough memory for it") from None
     return out
 

@@ -86,3 +86,26 @@ def test_unverified_recursive_call_names_the_rule(tmp_path: Path) -> None:
                                                  "interpreter"], 60)
     assert rc == 1 and frontend_fuzz.problem(rc, err) is None, err
     assert "in.hlo:5:3: error: call 'c': computation 'main' takes 2 parameters but 1 operands are passed" in err
+
+
+@pytest.mark.parametrize("text, message", [
+    # a get-tuple-element declared with the shape of the other element (was a NumPy broadcast ValueError
+    # at the compare reading it)
+    (("HloModule m\nENTRY e {\n  p = f32[3,2] parameter(0)\n  q = f32[3] parameter(1)\n"
+     "  t = (f32[3,2], f32[3]) tuple(p, q)\n  g = f32[3,2] get-tuple-element(t), index=1\n"
+     "  ROOT c = pred[3,2] compare(g, p), direction=GT\n}\n"),
+     "in.hlo:7:3: error: compare 'c': it reads a value of another shape than declared: 'g' (",
+     ),
+    # NumPy's own array size limit (was a ValueError traceback)
+    ("HloModule m\nENTRY e {\n  ROOT p = u32[2147483648,1099511627776] parameter(0)\n}\n",
+     "random input for parameter 0 (u32[2147483648,1099511627776]): not enough memory for it"),
+])
+def test_unverified_findings(text: str, message: str, tmp_path: Path) -> None:
+    from hlo_mlir.tools import hlo_run
+
+    path = tmp_path / "in.hlo"
+    path.write_text(text)
+    rc, err = frontend_fuzz._call(hlo_run.main, [str(path), "--no-verify", "--random-inputs", "--backend",
+                                                 "interpreter"], 60)
+    assert rc == 1 and frontend_fuzz.problem(rc, err) is None, err
+    assert message in err

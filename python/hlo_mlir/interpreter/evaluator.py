@@ -276,22 +276,43 @@ class Interpreter:
     def _broken_rule(self, info: OpInfo) -> str | None:
         """The shape rule the instruction breaks, if any: a module run unverified (`--no-verify`) makes
         kernels fail on ill-formed instructions, and the rule says why in the user's terms."""
-        from hlo_mlir.dialects.shape_rules import ShapeError
-        from hlo_mlir.verifier import signatures, verify_op
+        from hlo_mlir.verifier import signatures
 
-        try:
-            if self._signatures is None:
-                self._signatures = signatures(self._module)
-            verify_op(info.op, self._signatures)
-        except ShapeError as e:
-            return str(e)
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError):
-            return None
+        if self._signatures is None:
+            self._signatures = signatures(self._module)
+        # The instruction's own rule first, then those of the instructions before it (a wrong declared
+        # shape upstream makes this kernel fail on values of another shape).
+        own = _rule(info.op, self._signatures)
+        if own is not None:
+            return own
+        for op in info.op.block.operations:
+            op = op.operation
+            if op == info.op:
+                break
+            rule = _rule(op, self._signatures)
+            if rule is not None:
+                name = ir.StringAttr(op.attributes[NAME]).value if NAME in op.attributes else op.name
+                return f"it reads a value of another shape than declared: '{name}' ({_location(op)}) breaks a " \
+                       f"shape rule: {rule}"
         return None
 
     def run(self, args: Sequence[Any]) -> Value:
         program = self.programs[self.entry]
         return self._execute(program.steps, program, check_arguments(program, args))
+
+
+def _rule(op: ir.Operation, sigs: Any) -> str | None:
+    """The shape rule `op` breaks, if any (a check that cannot run on it counts as none)."""
+    from hlo_mlir.dialects.shape_rules import ShapeError
+    from hlo_mlir.verifier import verify_op
+
+    try:
+        verify_op(op, sigs)
+    except ShapeError as e:
+        return str(e)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+        return None
+    return None
 
 
 def check_arguments(program: Program, args: Sequence[Any]) -> list[Value]:
