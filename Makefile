@@ -3,8 +3,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
+PYTHON ?= python3
+
+# A Python outside requires-python fails here, saying so, instead of in pip's resolver.
 $(STAMP): pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
+	@test -x $(PY) || $(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(None if (3, 11) <= v <= (3, 13) else f"hlo-mlir needs Python 3.11 to 3.13; $(PYTHON) is {v[0]}.{v[1]}: make PYTHON=python3.12 ...")'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
