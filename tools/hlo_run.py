@@ -267,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         # any device still running).
         sys.stdout.flush()
         sys.stderr.flush()
+        from hlo_mlir.interpreter import mpi
+
+        mpi.settle()
         os._exit(code)
     return code
 

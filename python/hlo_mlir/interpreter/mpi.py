@@ -55,12 +55,13 @@ def rank() -> int:
 # This process told the others it failed / heard that one did; "done" notes heard per device, not yet
 # matched by a `finish` (each run's finish waits for one from every other device: MPI_Finalize fails on
 # messages nobody received).
-_STATE: dict[str, Any] = {"notified": False, "peer_failed": False, "done": Counter()}
+_STATE: dict[str, Any] = {"notified": False, "peer_failed": False, "done": Counter(), "acks": []}
 
 
-def notify_failure(message: str, grace_s: float = 1.0) -> None:
+def notify_failure(message: str, grace_s: float = 5.0) -> None:
     """Tell every other process that this one failed (they stop waiting on it with `message`); once, and
-    not when this one only stopped because another failed."""
+    not when this one only stopped because another failed. Returns when every other process acknowledged
+    (it reported its own stop) or after `grace_s` (mpiexec stops the rest once this process exits)."""
     if _STATE["notified"] or _STATE["peer_failed"]:
         return
     _STATE["notified"] = True
@@ -68,10 +69,33 @@ def notify_failure(message: str, grace_s: float = 1.0) -> None:
     comm = MPI.COMM_WORLD
     me = comm.Get_rank()
     note = pickle.dumps(("failed", me, message))
-    requests = [comm.Isend([note, MPI.BYTE], dest=r, tag=TAG_CONTROL) for r in range(comm.Get_size()) if r != me]
+    others = {r for r in range(comm.Get_size()) if r != me}
+    requests = [comm.Isend([note, MPI.BYTE], dest=r, tag=TAG_CONTROL) for r in others]
+    acked: set[int] = set()
+    status = MPI.Status()
     deadline = time.monotonic() + grace_s
-    while requests and not MPI.Request.Testall(requests) and time.monotonic() < deadline:
+    while (acked != others or not MPI.Request.Testall(requests)) and time.monotonic() < deadline:
+        while comm.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_CONTROL, status=status):
+            buf = bytearray(status.Get_count(MPI.BYTE))
+            comm.Recv([buf, MPI.BYTE], source=status.Get_source(), tag=TAG_CONTROL)
+            kind, device, *_ = pickle.loads(bytes(buf))
+            if kind in ("ack", "failed"):  # a device failing at the same time does not acknowledge
+                acked.add(device)
         time.sleep(1e-3)
+
+
+def settle(grace_s: float = 1.0) -> None:
+    """Before leaving without MPI_Finalize: let this process's acknowledgements reach their failed devices."""
+    MPI = mpi()
+    deadline = time.monotonic() + grace_s
+    while _STATE["acks"] and not MPI.Request.Testall(_STATE["acks"]) and time.monotonic() < deadline:
+        time.sleep(1e-3)
+
+
+def _acknowledge(comm: Any, MPI: Any, device: int) -> None:
+    """Tell failed `device` that this process heard it (and stops)."""
+    _STATE["acks"].append(comm.Isend([pickle.dumps(("ack", comm.Get_rank())), MPI.BYTE], dest=device,
+                                     tag=TAG_CONTROL))
 
 
 class _Local:
@@ -297,8 +321,11 @@ class MpiServices:
             buf = bytearray(status.Get_count(self.MPI.BYTE))
             self.comm.Recv([buf, self.MPI.BYTE], source=status.Get_source(), tag=TAG_CONTROL)
             kind, device, *rest = pickle.loads(bytes(buf))
+            if kind == "ack":
+                continue
             if kind == "failed":
                 _STATE["peer_failed"] = True
+                _acknowledge(self.comm, self.MPI, device)
                 if failed is not None:
                     failed.add(device)
                     continue
