@@ -250,3 +250,57 @@ def test_a_program_own_ctrl_c_handler_is_kept_during_lowering() -> None:
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+# a * b + c and a dot: what llc's -fp-contract=fast fuses, so both build paths must agree on it
+_FMA = """HloModule fma
+ENTRY main {
+  a = f32[4096] parameter(0)
+  b = f32[4096] parameter(1)
+  c = f32[4096] parameter(2)
+  m = f32[4096] multiply(a, b)
+  s = f32[4096] add(m, c)
+  x = f32[64,64] reshape(a)
+  d = f32[64,64] dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (f32[4096], f32[64,64]) tuple(s, d)
+}
+"""
+
+
+def _built_by(monkeypatch: pytest.MonkeyPatch, in_process: bool) -> tuple[list[np.ndarray], list[str]]:
+    """Results of `_FMA` built in this process or by the opt/llc tools, and the tools started."""
+    from hlo_mlir.runtime import native
+
+    started: list[str] = []
+    run = native._run
+
+    def recording(cmd: list[str]) -> None:
+        started.append(os.path.basename(cmd[0]))
+        run(cmd)
+
+    monkeypatch.setattr(native, "_run", recording)
+    monkeypatch.setattr(native, "IN_PROCESS_BYTES", native.IN_PROCESS_BYTES if in_process else -1)
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal(4096).astype(np.float32) for _ in range(3)]
+    return hlo_mlir.load(_FMA).run(*args, backend="jit"), started
+
+
+def test_small_modules_build_in_process_as_the_tools_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HLO_MLIR_NO_CACHE", "1")
+    from hlo_mlir.runtime import native
+
+    if native._in_process() is None:
+        pytest.skip("the tools' flags include one the in-process LLVM cannot take")
+    got, started = _built_by(monkeypatch, in_process=True)
+    assert "opt" not in started and "llc" not in started
+    want, started = _built_by(monkeypatch, in_process=False)
+    assert "opt" in started and "llc" in started
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_a_tool_flag_the_in_process_llvm_lacks_means_the_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hlo_mlir.runtime import native
+
+    monkeypatch.setattr(native, "_LLC_FLAGS", (*native._LLC_FLAGS, "-some-codegen-flag"))
+    assert native._in_process() is None

@@ -4,8 +4,10 @@ Why not MLIR's ExecutionEngine: it compiles the whole module in one thread of th
 takes seconds), cannot be interrupted, cannot be cached on disk, and picks every feature of the host CPU,
 some of which (`avx512bf16`/`avx512fp16` with vectorized bf16 code) crash LLVM 22's instruction selection.
 Here the module is split by `llvm-split` into parts compiled by parallel `opt -O2 | llc` processes
-(Ctrl-C kills them at once), linked by `ld` with `support.c` (compiled once by `cc`) and libgcc, and loaded
-with `ctypes`; the library file is what the on-disk cache (`runtime.cache`) keeps.
+(Ctrl-C kills them at once); a small module is compiled in this process instead, by the same LLVM through
+the C API of the tools' `libLLVM.so` (`_LlvmCApi`: no process start-up). The objects are linked by `ld`
+with `support.c` (compiled once by `cc`) and libgcc, and loaded with `ctypes`; the library file is what the
+on-disk cache (`runtime.cache`) keeps.
 
 Host functions (Python callbacks, `runtime.host`) become function-pointer slots: each external
 `_mlir_ciface_hlo_host_*` declaration is replaced by a thunk calling through a global `<name>.slot` that
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from hlo_mlir.diagnostics import HloError
+from hlo_mlir.passes.lower_to_llvm import interruptible
 
 TRIPLE = "x86_64-unknown-linux-gnu"
 # Features LLVM 22 mis-selects on vector bf16 arithmetic; nothing we emit needs them.
@@ -41,6 +44,15 @@ _OPT_FLAGS = ("-unroll-threshold=0",)
 # results are then bit-identical to XLA's (test_contraction.py).
 _LLC_FLAGS = ("-disable-lsr", "-fp-contract=fast")
 PART_BYTES = 256 * 1024  # LLVM IR text per parallel part: big enough that process start-up is noise
+# Smaller modules are compiled in this process (`_LlvmCApi`): one part, no start-up, done in well under a
+# second, so Ctrl-C (which cannot stop it midway) still ends the process at once (`interruptible`).
+IN_PROCESS_BYTES = PART_BYTES
+# Tool flags the in-process LLVM honors: `cl::opt`s of libLLVM, parsed as they are, and llc's
+# -fp-contract=fast, given as what the code generator reads per instruction: the `contract` flag on every
+# float add, subtract and multiply (`_contract_all`).
+IN_PROCESS_FLAGS = ("-unroll-threshold=0", "-disable-lsr")
+FP_CONTRACT_FAST = "-fp-contract=fast"
+_FLOAT_ARITHMETIC = re.compile(r"(= (?:fadd|fsub|fmul)) ")
 _HOST_DECL = re.compile(r"^declare void @(_mlir_ciface_hlo_host_\w+)\(([^)]*)\)[^\n]*$", re.M)
 
 
@@ -97,6 +109,110 @@ def _kill_running() -> None:
             proc.kill()
 
 
+class _LlvmCApi:
+    """`opt -O<n>` and `llc` in this process, through the C API of the `libLLVM.so` the tools themselves run on
+    (same LLVM, same passes and code generator).
+
+    Why: for a small module, starting the two tools costs more than their work (~25 ms each, twice that on
+    a loaded machine; a 1024x1024 matmul module: ~90 ms in process against ~190 ms). Their flags are
+    `cl::opt`s of that library, set once per process (`LLVMParseCommandLineOptions`, which exits the
+    process on an unknown flag: only `IN_PROCESS_FLAGS` are passed, the tools are used otherwise)."""
+
+    def __init__(self, path: str) -> None:
+        lib = ctypes.CDLL(path, mode=os.RTLD_LOCAL)
+        p, s = ctypes.c_void_p, ctypes.c_char_p
+        for name, res, args in (
+                ("LLVMContextCreate", p, []), ("LLVMContextDispose", None, [p]),
+                ("LLVMCreateMemoryBufferWithMemoryRangeCopy", p, [s, ctypes.c_size_t, s]),
+                ("LLVMParseIRInContext", ctypes.c_int, [p, p, ctypes.POINTER(p), ctypes.POINTER(p)]),
+                ("LLVMDisposeModule", None, [p]), ("LLVMDisposeMessage", None, [p]),
+                ("LLVMGetHostCPUName", p, []), ("LLVMGetHostCPUFeatures", p, []),
+                ("LLVMGetTargetFromTriple", ctypes.c_int, [s, ctypes.POINTER(p), ctypes.POINTER(p)]),
+                ("LLVMCreateTargetMachine", p, [p, s, s, s, ctypes.c_int, ctypes.c_int, ctypes.c_int]),
+                ("LLVMDisposeTargetMachine", None, [p]),
+                ("LLVMCreatePassBuilderOptions", p, []), ("LLVMDisposePassBuilderOptions", None, [p]),
+                ("LLVMRunPasses", p, [p, s, p, p]),
+                ("LLVMGetErrorMessage", p, [p]), ("LLVMDisposeErrorMessage", None, [p]),
+                ("LLVMTargetMachineEmitToMemoryBuffer", ctypes.c_int, [p, p, ctypes.c_int, ctypes.POINTER(p),
+                                                                       ctypes.POINTER(p)]),
+                ("LLVMGetBufferStart", p, [p]), ("LLVMGetBufferSize", ctypes.c_size_t, [p]),
+                ("LLVMDisposeMemoryBuffer", None, [p]),
+                ("LLVMParseCommandLineOptions", None, [ctypes.c_int, ctypes.POINTER(s), s])):
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = res, args
+        for target in ("TargetInfo", "Target", "TargetMC", "AsmPrinter"):
+            getattr(lib, f"LLVMInitializeX86{target}")()
+        argv = [b"hlo-mlir", *(f.encode() for f in IN_PROCESS_FLAGS if f in _OPT_FLAGS + _LLC_FLAGS)]
+        lib.LLVMParseCommandLineOptions(len(argv), (s * len(argv))(*argv), None)
+        self.lib = lib
+        self.cpu = self._message(lib.LLVMGetHostCPUName())
+        self.features = self._message(lib.LLVMGetHostCPUFeatures()) + "," + _MATTR
+
+    def _message(self, ptr: int | None) -> str:
+        text = ctypes.string_at(ptr).decode(errors="replace") if ptr else ""
+        if ptr:
+            self.lib.LLVMDisposeMessage(ptr)
+        return text
+
+    def compile(self, ir_text: str, opt_level: int) -> bytes:
+        """The object file of LLVM IR text, optimized at `-O<opt_level>` (PIC, the host CPU)."""
+        lib, p = self.lib, ctypes.c_void_p
+        err, target, module, obj = p(), p(), p(), p()
+        if lib.LLVMGetTargetFromTriple(TRIPLE.encode(), ctypes.byref(target), ctypes.byref(err)):
+            raise HloError(f"jit: LLVM has no target {TRIPLE}: {self._message(err.value)}")
+        # LLVMCodeGenOpt{None,Less,Default,Aggressive} = opt level; LLVMRelocPIC = 2; default code model = 0.
+        tm = lib.LLVMCreateTargetMachine(target, TRIPLE.encode(), self.cpu.encode(), self.features.encode(),
+                                         min(opt_level, 3), 2, 0)
+        context = lib.LLVMContextCreate()
+        options = lib.LLVMCreatePassBuilderOptions()
+        try:
+            data = (_contract_all(ir_text) if FP_CONTRACT_FAST in _LLC_FLAGS else ir_text).encode()
+            buffer = lib.LLVMCreateMemoryBufferWithMemoryRangeCopy(data, len(data), b"module")
+            if lib.LLVMParseIRInContext(context, buffer, ctypes.byref(module), ctypes.byref(err)):
+                raise HloError(f"jit: LLVM could not read the module: {self._message(err.value)}")
+            failure = lib.LLVMRunPasses(module, f"default<O{opt_level}>".encode(), tm, options)
+            if failure:
+                msg = lib.LLVMGetErrorMessage(failure)
+                text = ctypes.string_at(msg).decode(errors="replace")
+                lib.LLVMDisposeErrorMessage(msg)
+                raise HloError(f"jit: LLVM optimization failed: {text}")
+            if lib.LLVMTargetMachineEmitToMemoryBuffer(tm, module, 1, ctypes.byref(err), ctypes.byref(obj)):
+                raise HloError(f"jit: LLVM code generation failed: {self._message(err.value)}")
+            out = ctypes.string_at(lib.LLVMGetBufferStart(obj), lib.LLVMGetBufferSize(obj))
+            lib.LLVMDisposeMemoryBuffer(obj)
+            return out
+        finally:
+            if module.value:
+                lib.LLVMDisposeModule(module)
+            lib.LLVMDisposePassBuilderOptions(options)
+            lib.LLVMContextDispose(context)
+            lib.LLVMDisposeTargetMachine(tm)
+
+
+def _contract_all(ir_text: str) -> str:
+    """Every float add, subtract and multiply may be contracted (fused into an FMA), as `llc -fp-contract=fast`
+    allows (a repeated flag, where one was there already, is harmless)."""
+    return _FLOAT_ARITHMETIC.sub(r"\1 contract ", ir_text)
+
+
+_C_API_LOCK = threading.Lock()
+
+
+@functools.cache
+def _c_api() -> _LlvmCApi | None:
+    """The in-process LLVM (created once: its flags can be parsed only once), None without libLLVM.so."""
+    path = Path(_llvm_bin("opt")).parent.parent / "lib" / "libLLVM.so"
+    return _LlvmCApi(str(path)) if path.exists() else None
+
+
+def _in_process() -> _LlvmCApi | None:
+    """The in-process LLVM, or None when the tools' flags include one it cannot take (then the tools run)."""
+    if set(_OPT_FLAGS + _LLC_FLAGS) - {*IN_PROCESS_FLAGS, FP_CONTRACT_FAST}:
+        return None
+    with _C_API_LOCK:  # a flag parsed twice is an error that exits the process
+        return _c_api()
+
+
 def _compile_part(source: str, obj: str, opt_level: int) -> None:
     optimized = obj[:-2] + ".opt.bc"
     common = [f"-mtriple={TRIPLE}", "-mcpu=native", f"-mattr={_MATTR}"]
@@ -117,27 +233,24 @@ def build(ir_text: str, out: Path, link_libs: Sequence[str] = (), jobs: int | No
     jobs = jobs or os.cpu_count() or 1
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="hlo-mlir-build-") as tmp:
-        source = os.path.join(tmp, "module.ll")
         # The compiled code allocates through support.c's caching allocator (see hlo_mlir_malloc there).
-        ir_text = re.sub(r"@(malloc|free)\b", r"@hlo_mlir_\1", ir_text)
-        Path(source).write_text(_host_thunks(ir_text))
-        parts = max(1, min(jobs * 2, len(ir_text) // PART_BYTES))
-        if parts > 1:
-            _run([_llvm_bin("llvm-split"), f"-j={parts}", "--round-robin", "-o", os.path.join(tmp, "part"), source])
-            sources = [os.path.join(tmp, f"part{i}") for i in range(parts)]
+        ir_text = _host_thunks(re.sub(r"@(malloc|free)\b", r"@hlo_mlir_\1", ir_text))
+        api = _in_process() if len(ir_text) <= IN_PROCESS_BYTES else None
+        if api is not None:
+            objects = [os.path.join(tmp, "obj0.o")]
+            with interruptible():
+                Path(objects[0]).write_bytes(api.compile(ir_text, opt_level))
         else:
+            source = os.path.join(tmp, "module.ll")
+            Path(source).write_text(ir_text)
+            parts = max(1, min(jobs * 2, len(ir_text) // PART_BYTES))
             sources = [source]
-        objects = [os.path.join(tmp, f"obj{i}.o") for i in range(len(sources))]
-        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(_compile_part, s, o, opt_level) for s, o in zip(sources, objects)]
-            try:
-                for f in futures:
-                    f.result()
-            except BaseException:  # Ctrl-C (or a failed part): stop the other processes now, not at their end
-                for f in futures:
-                    f.cancel()
-                _kill_running()
-                raise
+            if parts > 1:
+                _run([_llvm_bin("llvm-split"), f"-j={parts}", "--round-robin", "-o", os.path.join(tmp, "part"),
+                      source])
+                sources = [os.path.join(tmp, f"part{i}") for i in range(parts)]
+            objects = [os.path.join(tmp, f"obj{i}.o") for i in range(len(sources))]
+            _compile_parts(sources, objects, opt_level, jobs)
         partial = os.path.join(tmp, "module.so")
         support = _support_object(cc, out.parent)
         rpaths = sorted({os.path.dirname(lib) for lib in link_libs})
@@ -151,6 +264,20 @@ def build(ir_text: str, out: Path, link_libs: Sequence[str] = (), jobs: int | No
         tmp_out = out.with_name(f".{out.name}.{os.getpid()}.tmp")
         shutil.copyfile(partial, tmp_out)
         os.replace(tmp_out, out)
+
+
+def _compile_parts(sources: list[str], objects: list[str], opt_level: int, jobs: int) -> None:
+    """`opt | llc` processes, `jobs` at a time."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_compile_part, s, o, opt_level) for s, o in zip(sources, objects)]
+        try:
+            for f in futures:
+                f.result()
+        except BaseException:  # Ctrl-C (or a failed part): stop the other processes now, not at their end
+            for f in futures:
+                f.cancel()
+            _kill_running()
+            raise
 
 
 @functools.cache
@@ -242,3 +369,4 @@ def entry_point(lib: ctypes.CDLL, name: str) -> Callable[..., None]:
         raise HloError(f"jit: the compiled module has no entry point '{name}'") from None
     fn.restype = None
     return fn
+
