@@ -103,6 +103,23 @@ def opcode_of(op: ir.Operation | ir.OpView) -> str:
     return info.opcode if info else ""
 
 
+def source_location(loc: ir.Location) -> tuple[str, int, int] | None:
+    """(file, line, col) an op was imported from, read through the bindings: a file location, or the
+    first one inside a name, call-site or fused location (passes fuse them); None for unknown."""
+    if loc.is_a_file():
+        return loc.filename, loc.start_line, loc.start_col
+    if loc.is_a_name():
+        return source_location(loc.child_loc)
+    if loc.is_a_callsite():
+        return source_location(loc.callee)
+    if loc.is_a_fused():
+        for inner in loc.locations:
+            found = source_location(inner)
+            if found is not None:
+                return found
+    return None
+
+
 def new_context() -> ir.Context:
     """An MLIR context with the hlo dialect loaded (and hlo_v ops allowed)."""
     ctx = ir.Context()
@@ -171,5 +188,6 @@ __all__ = [
     "from_mlir_type",
     "new_context",
     "opcode_of",
+    "source_location",
     "to_mlir_type",
 ]

@@ -10,7 +10,7 @@ from mlir.dialects import arith, func, linalg, tensor
 from mlir.dialects import complex as cplx
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import from_mlir_type, opcode_of
+from hlo_mlir.dialects import from_mlir_type, opcode_of, source_location
 from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.types import ArrayType, ElementType, HloType, TokenType, TupleType
 
@@ -161,8 +161,8 @@ def _erase_unused_wrappers(ip: ir.InsertionPoint, start: int) -> None:
 
 
 def location_of(op: ir.Operation, filename: str) -> SourceLocation | None:
-    m = re.search(r'loc\("([^"]*)":(\d+):(\d+)\)', str(op.location))
-    return SourceLocation(m.group(1) or filename, int(m.group(2)), int(m.group(3))) if m else None
+    found = source_location(op.location)
+    return SourceLocation(found[0] or filename, found[1], found[2]) if found else None
 
 
 class Converter:

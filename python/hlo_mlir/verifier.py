@@ -6,13 +6,12 @@ instruction's source location: `f.hlo:7:3: error: dot: lhs contracting dimension
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import ASYNC_WRAPPED, from_mlir_type, opcode_of, split_top
+from hlo_mlir.dialects import ASYNC_WRAPPED, from_mlir_type, opcode_of, source_location, split_top
 from hlo_mlir.dialects.attributes import KINDS, Comp, Comps, decode_all, kind_of
 from hlo_mlir.dialects.shape_rules import ShapeError, Signature, infer_result_type
 from hlo_mlir.dialects.shape_rules.common import compatible
@@ -20,13 +19,10 @@ from hlo_mlir.shape_text import ShapeError as ShapeTextError
 from hlo_mlir.shape_text import parse_array_shape
 from hlo_mlir.types import HloType, TupleType
 
-_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)":(\d+):(\d+)')
-
-
 def op_location(op: ir.Operation) -> SourceLocation | None:
     """The file:line:col an op was imported from (None for ops without a file location)."""
-    m = _LOC.search(str(op.location))
-    return SourceLocation(m.group(1), int(m.group(2)), int(m.group(3))) if m else None
+    found = source_location(op.location)
+    return SourceLocation(*found) if found else None
 
 
 def _shape_text_type(text: str) -> HloType:

@@ -7,16 +7,16 @@ interpreter take for granted. Each such defect is an HloError at the op, named i
 
 from __future__ import annotations
 
-import re
 
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import MODULE_ATTRS, MODULE_NAME, NAME, SHAPE, STACK_FRAMES, from_mlir_type, opcode_of
+from hlo_mlir.dialects import (
+    MODULE_ATTRS, MODULE_NAME, NAME, SHAPE, STACK_FRAMES, from_mlir_type, opcode_of, source_location,
+)
 from hlo_mlir.dialects.attributes import Raw, kind_of
 
 _STRINGS = (NAME, SHAPE, MODULE_NAME, STACK_FRAMES)
-_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)":(\d+):(\d+)')
 
 
 def check_module(mod: ir.Module, filename: str, text: str) -> None:
@@ -33,12 +33,12 @@ def check_module(mod: ir.Module, filename: str, text: str) -> None:
 
 
 def _error(message: str, op: ir.Operation, filename: str, text: str) -> HloError:
-    m = _LOC.search(str(op.location))
-    if m is None:
+    found = source_location(op.location)
+    if found is None:
         return HloError(message)
     # "-" is MLIR's name for the text it parsed; other files are the HLO an op was imported from.
-    in_text = m.group(1) in (filename, "-")
-    loc = SourceLocation(filename if in_text else m.group(1), int(m.group(2)), int(m.group(3)))
+    in_text = found[0] in (filename, "-")
+    loc = SourceLocation(filename if in_text else found[0], found[1], found[2])
     return HloError(message, loc, text if in_text else None)
 
 

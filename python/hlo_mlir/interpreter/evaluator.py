@@ -17,7 +17,7 @@ import numpy as np
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects import ASYNC_WRAPPED, BY_OP_NAME, NAME, SHAPE, from_mlir_type, traits
+from hlo_mlir.dialects import ASYNC_WRAPPED, BY_OP_NAME, NAME, SHAPE, from_mlir_type, source_location, traits
 from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.dialects.traits import ELEMENTWISE
 from hlo_mlir.interpreter import contraction, denormals, dynamic_sizes
@@ -77,12 +77,8 @@ def _layout(shape: ir.Attribute | None) -> tuple[int, ...] | None:
 
 
 def _location(op: ir.Operation) -> str:
-    text = str(op.location)
-    if text.startswith('loc("'):
-        inner = text[5:-1]
-        file, _, rest = inner.partition('":')
-        return f"{file}:{rest}"
-    return "<unknown>"
+    found = source_location(op.location)
+    return f"{found[0]}:{found[1]}:{found[2]}" if found else "<unknown>"
 
 
 @dataclass
