@@ -44,9 +44,10 @@ _OPT_FLAGS = ("-unroll-threshold=0",)
 # results are then bit-identical to XLA's (test_contraction.py).
 _LLC_FLAGS = ("-disable-lsr", "-fp-contract=fast")
 PART_BYTES = 256 * 1024  # LLVM IR text per parallel part: big enough that process start-up is noise
-# Smaller modules are compiled in this process (`_LlvmCApi`): one part, no start-up, done in well under a
-# second, so Ctrl-C (which cannot stop it midway) still ends the process at once (`interruptible`).
-IN_PROCESS_BYTES = PART_BYTES
+# Modules of one part (under two parts' worth) are compiled in this process (`_LlvmCApi`): no start-up, one
+# core either way, done within a second, and Ctrl-C (which cannot stop it midway) still ends the process at
+# once (`interruptible`).
+IN_PROCESS_BYTES = 2 * PART_BYTES - 1
 # Tool flags the in-process LLVM honors: `cl::opt`s of libLLVM, parsed as they are, and llc's
 # -fp-contract=fast, given as what the code generator reads per instruction: the `contract` flag on every
 # float add, subtract and multiply (`_contract_all`).
