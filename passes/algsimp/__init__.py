@@ -2,9 +2,10 @@
 conditions XLA itself assumes, which the rule says.
 
 Families live in their own modules (arith: arithmetic, logic, min/max, compare, select; shape: data
-movement; reduce: reduce, reduce-window, dot); each rule is `(ctx, op) -> ir.Value | None`, keyed by
-opcode, returning the value that replaces the op's result (an existing value or new ops built before
-`op`). The pass applies them over every computation until nothing changes.
+movement; reduce: reduce, reduce-window, dot; barrier: opt-barrier). Each rule is `(ctx, op) -> value`,
+keyed by opcode, returning the value that replaces the op's result (an existing value or new ops built
+before `op`), ERASED when it rewrote the users itself, or None. The pass applies them over every
+computation until nothing changes.
 
 Where XLA's rewrite is exact only under a condition, the condition is checked: float products are
 reassociated only through powers of two and a*c + b*c is factored only for a power-of-two c (both
@@ -23,14 +24,16 @@ from mlir import ir
 
 from hlo_mlir.dialects import edit, opcode_of
 
-from . import arith, reduce, shape  # noqa: F401  (register their rules)
-from .core import RULES, Ctx
+from . import arith, barrier, reduce, shape  # noqa: F401  (register their rules)
+from .core import ERASED, RULES, Ctx
 
 
 def _apply(ctx: Ctx, op: ir.Operation) -> bool:
     for rewrite in RULES.get(opcode_of(op), ()):
         value = rewrite(ctx, op)
-        if value is None or value == op.results[0]:
+        if value is ERASED:
+            return True
+        if not isinstance(value, ir.Value) or value == op.results[0]:
             continue
         op.results[0].replace_all_uses_with(value)
         op.erase()

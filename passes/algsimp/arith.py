@@ -639,3 +639,26 @@ def narrow_of_widened(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     if wide.element.is_unsigned_int != out.element.is_unsigned_int:  # as XLA: one signedness throughout
         return None
     return ctx.new(op, opcode_of(inner), [ca.operands[0], cb.operands[0]], out)
+
+
+@rule("select")
+def select_of_update(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """select(p, dynamic-update-slice(xs, x, i...), xs) -> dynamic-update-slice(xs, select(p', x, xs'), i...)
+    where p' and xs' are the window of p and xs at i (dynamic-slice clamps the starts exactly as the update
+    does); the mirrored select(p, xs, dus) likewise. Outside the window both sides are xs."""
+    p, t, f = op.operands
+    out = array(op.results[0])
+    for dus_v, base, dus_first in ((t, f, True), (f, t, False)):
+        dus = producer(dus_v, "dynamic-update-slice")
+        if dus is None or dus.operands[0] != base or out is None or array(p) is None or array(p).dims != out.dims:  # type: ignore[union-attr]
+            continue
+        update = array(dus.operands[1])
+        assert update is not None
+        starts = list(dus.operands[2:])
+        sizes = {"dynamic_slice_sizes": update.dims}
+        window_p = ctx.new(op, "dynamic-slice", [p, *starts], ArrayType(array(p).element, update.dims), sizes)  # type: ignore[union-attr]
+        window_x = ctx.new(op, "dynamic-slice", [base, *starts], update, sizes)
+        branches = [dus.operands[1], window_x] if dus_first else [window_x, dus.operands[1]]
+        chosen = ctx.new(op, "select", [window_p, *branches], update)
+        return ctx.new(op, "dynamic-update-slice", [base, chosen, *starts], out)
+    return None

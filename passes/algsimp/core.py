@@ -57,12 +57,18 @@ class Ctx:
         return traits.reducer_kind(fn) if fn is not None else None
 
 
-Rule = Callable[[Ctx, ir.Operation], "ir.Value | None"]
+class Erased:
+    """Returned by a rule that replaced every use of its op itself and erased it (results of another type)."""
+
+
+ERASED = Erased()
+
+Rule = Callable[[Ctx, ir.Operation], "ir.Value | Erased | None"]
 RULES: dict[str, list[Rule]] = {}
 
 
 def rule(*opcodes: str) -> Callable[[Rule], Rule]:
-    """Register a rewrite for `opcodes`; it returns the value replacing the op's result, or None."""
+    """Register a rewrite for `opcodes`; it returns the value replacing the op's result, ERASED, or None."""
     def register(fn: Rule) -> Rule:
         for opcode in opcodes:
             RULES.setdefault(opcode, []).append(fn)
