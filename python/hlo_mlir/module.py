@@ -145,10 +145,14 @@ def load(source: str | Path, filename: str | None = None, verify: bool = True) -
     """Parse HLO text, `hlo`-dialect MLIR or StableHLO MLIR from a path or a string; `verify` checks shape rules."""
     text, name = _read(source)
     name = filename or name
+    if is_stablehlo_module(text):
+        hlo_text, hlo_name, at_source = stablehlo_to_hlo(text, name)
+        try:
+            return load(hlo_text, filename=hlo_name, verify=verify)
+        except HloError as e:
+            raise at_source(e) from None
     ctx = new_context()
     with ctx, ir.Location.unknown():
-        if is_stablehlo_module(text):
-            text, name = stablehlo_to_hlo(text, name), f"{name} (as HLO, translated by XLA)"
         if _looks_like_mlir(text, name):
             parsed = _parse_mlir(text, name)
             check_module(parsed, name, text)

@@ -1,24 +1,25 @@
 """StableHLO MLIR text (what `jax.jit(f).lower(...).as_text()` prints) in and out of our HLO path.
 
-Why this way: StableHLO's pretty-printed form has a custom syntax per op (and CHLO ops that XLA
-decomposes), so the conversion uses XLA's own StableHLO -> HLO translation from jaxlib, which then
-gives exactly the HLO that XLA compiles for the same text. It runs in the oracle's worker process
-(a parse failure deep in XLA can abort a process). Without jaxlib the text is recognised and the
-error says what to install. The module read this way keeps XLA's translation of `composite`
-(a call with `is_composite=true`), `func.call` (calls), custom-call `backend_config` dictionaries
-and `mhlo.sharding`/`sdy` attributes (HLO `sharding` / `frontend_attributes`).
+Reading: our own reader (stablehlo_reader.py, a Lark grammar; no jaxlib needed) covers the ops JAX
+prints without regions; anything else (while, case, sort, gather/scatter, convolution, custom calls,
+CHLO ops, ...) goes through XLA's own StableHLO -> HLO translation from jaxlib, which gives exactly
+the HLO XLA compiles for the text: `composite` a call with `is_composite=true`, `func.call` calls,
+custom-call `backend_config` dictionaries and `mhlo.sharding`/`sdy` attributes as HLO `sharding` /
+`frontend_attributes`. XLA runs in the oracle's worker process (a parse failure deep in XLA can abort
+a process). Printing (`--emit=stablehlo`) is XLA's HLO -> StableHLO translation.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
 
 _DIALECT_OP = re.compile(r"^\s*(?:%[\w#:, %]*=\s*)?\"?(stablehlo|chlo|sdy|mhlo)\.[a-z_]+", re.MULTILINE)
 _ERROR_LOC = re.compile(r"(?:^|\s)-:(\d+):(\d+): error: (.*)")
 
-INSTALL_HINT = "reading StableHLO needs jax and jaxlib (pip install 'hlo-mlir[test]', or jax==0.10.2)"
+INSTALL_HINT = "needs jax and jaxlib (pip install 'hlo-mlir[test]', or jax==0.10.2)"
 
 
 _MLIR_START = re.compile(r'(\s*//[^\n]*\n)*\s*(#loc[0-9]* = |module\b|func\.func\b|"?builtin\.module)')
@@ -43,16 +44,35 @@ def _error(message: str, filename: str, text: str) -> HloError:
     return HloError(m.group(3).strip(), SourceLocation(filename, line, col), text)
 
 
-def stablehlo_to_hlo(text: str, filename: str) -> str:
-    """HLO text of a StableHLO module, translated by XLA (needs jaxlib)."""
-    from hlo_mlir import oracle
+def stablehlo_to_hlo(text: str, filename: str) -> tuple[str, str, Callable[[HloError], HloError]]:
+    """HLO text for a StableHLO module, the name it is parsed under, and what moves an error in that HLO
+    text back to the StableHLO line it came from.
 
-    if not oracle.xla_available():
-        raise HloError(f"{filename} is StableHLO MLIR: {INSTALL_HINT}")
+    Our own reader (stablehlo_reader) first; text it does not cover goes through XLA's translation
+    (jaxlib) when that is installed.
+    """
+    from hlo_mlir import oracle
+    from hlo_mlir.frontend.stablehlo_reader import Unsupported, stablehlo_to_hlo_text, unsupported_error
+
     try:
-        return oracle.stablehlo_to_hlo(text)
-    except oracle.XlaError as e:
-        raise _error(str(e), filename, text) from None
+        hlo_text, positions = stablehlo_to_hlo_text(text, filename)
+    except Unsupported as e:
+        if not oracle.xla_available():
+            raise unsupported_error(e, filename, text) from None
+        try:
+            hlo_text = oracle.stablehlo_to_hlo(text)
+        except oracle.XlaError as xla_error:
+            raise _error(str(xla_error), filename, text) from None
+        return hlo_text, f"{filename} (as HLO, translated by XLA)", lambda err: err
+    hlo_name = f"{filename} (as HLO)"
+
+    def at_source(err: HloError) -> HloError:
+        if err.loc is None or err.loc.file != hlo_name or err.loc.line not in positions:
+            return err
+        line, col = positions[err.loc.line]
+        return HloError(err.message, SourceLocation(filename, line, col), text)
+
+    return hlo_text, hlo_name, at_source
 
 
 def hlo_to_stablehlo(hlo_text: str) -> str:
@@ -60,7 +80,7 @@ def hlo_to_stablehlo(hlo_text: str) -> str:
     from hlo_mlir import oracle
 
     if not oracle.xla_available():
-        raise HloError(f"printing StableHLO: {INSTALL_HINT}")
+        raise HloError(f"printing StableHLO {INSTALL_HINT}")
     try:
         return oracle.hlo_to_stablehlo(hlo_text)
     except oracle.XlaError as e:

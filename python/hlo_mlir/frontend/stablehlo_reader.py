@@ -1,0 +1,347 @@
+"""Our own reader of StableHLO text (no jaxlib needed): the Lark grammar `stablehlo.lark` reads the
+module's structure, this file reads each op's assembly format and writes the HLO text our HLO front end
+then parses (it holds the op knowledge: shapes, attributes, verification).
+
+It covers the ops JAX prints without regions (elementwise, compare, select, convert, broadcast_in_dim,
+reshape, transpose, dot_general, iota, constant, slice, pad, concatenate, reverse, clamp, dynamic slices,
+reduce in its `applies` form, calls) and raises `Unsupported` for anything else — while, case, sort,
+gather, scatter, convolution, reduce_window, custom_call, CHLO ops, location info — so the caller can
+use XLA's translation instead (stablehlo.py) or say what is missing.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import lark
+
+from hlo_mlir.diagnostics import HloError, SourceLocation
+
+
+class Unsupported(Exception):
+    """Text this reader does not cover; `line`/`col` say where."""
+
+    def __init__(self, message: str, line: int = 0, col: int = 0) -> None:
+        super().__init__(message)
+        self.message, self.line, self.col = message, line, col
+
+
+@functools.cache
+def _parser() -> lark.Lark:
+    grammar = (Path(__file__).parent / "stablehlo.lark").read_text()
+    # All tokens kept: an op's format is read from its punctuation too (`dims = [1]`, `[0:2]`, `x`).
+    return lark.Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False,
+                     keep_all_tokens=True)
+
+
+_ELEMENT = {"i1": "pred", "f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64",
+            "complex<f32>": "c64", "complex<f64>": "c128"}
+_TENSOR = re.compile(r"tensor<((?:[0-9]+x)*)(.+)>")
+
+UNARY = {"abs": "abs", "negate": "negate", "exponential": "exponential", "log": "log", "sqrt": "sqrt",
+         "rsqrt": "rsqrt", "tanh": "tanh", "sine": "sine", "cosine": "cosine", "tan": "tan", "floor": "floor",
+         "ceil": "ceil", "not": "not", "sign": "sign", "exponential_minus_one": "exponential-minus-one",
+         "log_plus_one": "log-plus-one", "logistic": "logistic", "round_nearest_even": "round-nearest-even",
+         "round_nearest_afz": "round-nearest-afz", "cbrt": "cbrt", "is_finite": "is-finite",
+         "popcnt": "popcnt", "count_leading_zeros": "count-leading-zeros", "real": "real", "imag": "imag",
+         "convert": "convert", "bitcast_convert": "bitcast-convert", "reshape": "reshape"}
+BINARY = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+          "remainder": "remainder", "maximum": "maximum", "minimum": "minimum", "power": "power", "and": "and",
+          "or": "or", "xor": "xor", "shift_left": "shift-left", "shift_right_arithmetic": "shift-right-arithmetic",
+          "shift_right_logical": "shift-right-logical", "atan2": "atan2", "complex": "complex"}
+
+
+def hlo_shape(mlir_type: str) -> str:
+    """`tensor<2x3xf32>` -> `f32[2,3]`."""
+    m = _TENSOR.fullmatch(mlir_type)
+    if m is None:
+        raise Unsupported(f"type {mlir_type}")
+    element = m.group(2)
+    if element in _ELEMENT:
+        hlo = _ELEMENT[element]
+    elif re.fullmatch(r"i(2|4|8|16|32|64)", element):
+        hlo = "s" + element[1:]
+    elif re.fullmatch(r"ui(2|4|8|16|32|64)", element):
+        hlo = "u" + element[2:]
+    elif element.startswith(("f8", "f4", "f6")):
+        hlo = element.lower()
+    else:
+        raise Unsupported(f"element type {element}")
+    dims = [d for d in m.group(1).split("x") if d]
+    return f"{hlo}[{','.join(dims)}]"
+
+
+def _name(value: str) -> str:
+    """An SSA value as an HLO instruction name: %0 -> v0, %cst_1 -> cst_1, %3#1 -> v3.1."""
+    name = value[1:].replace("#", ".")
+    return "v" + name if name[0].isdigit() else name
+
+
+@dataclass
+class _Op:
+    defs: list[str]  # result names (several for `%r:2 = ...`)
+    name: str
+    items: list[lark.Token]
+    types_in: list[str]
+    types_out: list[str]
+    line: int
+    col: int
+
+
+def _tokens_text(items: list[lark.Token]) -> str:
+    return " ".join(str(t) for t in items)
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in re.findall(r"-?\d+", text)]
+
+
+def _after(items: list[lark.Token], key: str) -> str:
+    """The bracketed list after `key =` in the op's tokens, as text."""
+    text = _tokens_text(items)
+    m = re.search(rf"\b{key} = \[([^\]]*)\]", text)
+    if m is None:
+        raise Unsupported(f"missing '{key}'")
+    return m.group(1)
+
+
+def _operands(items: list[lark.Token]) -> list[str]:
+    return [_name(str(t)) for t in items if t.type == "VALUE"]
+
+
+def _float_bits(hex_text: str, shape: str) -> str:
+    """A hex splat (`0xFF800000`) of a float element type as HLO literal text."""
+    bits = int(hex_text, 16)
+    element = shape.split("[")[0]
+    if element == "f32":
+        value = struct.unpack("<f", struct.pack("<I", bits))[0]
+    elif element == "f64":
+        value = struct.unpack("<d", struct.pack("<Q", bits))[0]
+    else:
+        raise Unsupported(f"hex constant of {element}")
+    if math.isnan(value):
+        return "nan"
+    return "inf" if value == math.inf else "-inf" if value == -math.inf else repr(value)
+
+
+def _literal(body: str, shape: str) -> str:
+    """The value of `dense<body>` as an HLO literal of `shape`."""
+    element = shape.split("[")[0]
+    if body.startswith('"') or "(" in body:
+        raise Unsupported("constant in hex-blob or complex form")
+    body = body.replace("true", "1" if element != "pred" else "true").replace("false", "0" if element != "pred"
+                                                                              else "false")
+    if body.startswith("0x"):
+        return _float_bits(body, shape)
+    return body.replace("[", "{").replace("]", "}")
+
+
+Lines = list[tuple[str, tuple[int, int] | None]]  # HLO text lines, each with the StableHLO position it came from
+
+
+class _Writer:
+    """HLO text for one module."""
+
+    def __init__(self) -> None:
+        self.computations: list[Lines] = []
+        self.reducers: dict[tuple[str, str], str] = {}
+
+    def reducer(self, opcode: str, element_shape: str) -> str:
+        key = (opcode, element_shape)
+        if key not in self.reducers:
+            name = f"reducer_{opcode.replace('-', '_')}_{len(self.reducers)}"
+            self.reducers[key] = name
+            self.computations.append([(f"{name} {{", None), (f"  a = {element_shape} parameter(0)", None),
+                                      (f"  b = {element_shape} parameter(1)", None),
+                                      (f"  ROOT r = {element_shape} {opcode}(a, b)", None), ("}", None)])
+        return self.reducers[key]
+
+
+def _instruction(op: _Op, w: _Writer, functions: dict[str, list[str]]) -> list[str]:
+    """HLO lines for one op (`name = shape opcode(operands), attributes`)."""
+    kind = op.name.removeprefix("stablehlo.")
+    out = [hlo_shape(t) for t in op.types_out]
+    args = _operands(op.items)
+    res = op.defs[0] if op.defs else ""
+    ops = ", ".join(args)
+    if kind in UNARY and len(args) == 1:
+        return [f"{res} = {out[-1]} {UNARY[kind]}({ops})"]
+    if kind in BINARY and len(args) == 2:
+        return [f"{res} = {out[-1]} {BINARY[kind]}({ops})"]
+    if kind == "compare":
+        direction = str(op.items[0])
+        cmp_type = str(op.items[-1]) if op.items[-1].type == "NAME" else ""
+        extra = ", type=TOTALORDER" if cmp_type == "TOTALORDER" else ""
+        return [f"{res} = {out[-1]} compare({ops}), direction={direction}{extra}"]
+    if kind in ("select", "clamp"):
+        return [f"{res} = {out[-1]} {kind}({ops})"]
+    if kind in ("broadcast_in_dim", "transpose", "reverse"):
+        dims = ",".join(map(str, _ints(_after(op.items, "dims"))))
+        return [f"{res} = {out[-1]} {kind.replace('_in_dim', '')}({ops}), dimensions={{{dims}}}"]
+    if kind == "iota":
+        dim = _ints(_tokens_text(op.items))[0]
+        return [f"{res} = {out[-1]} iota(), iota_dimension={dim}"]
+    if kind == "constant":
+        dense = next(t for t in op.items if t.type == "DENSE")
+        shape = out[-1]
+        body = str(dense)[len("dense<"):-1]
+        scalar = shape.split("[")[0] + "[]"
+        if shape.endswith("[]") or not body.startswith("["):  # a splat: scalar constant, then broadcast
+            value = _literal(body, scalar)
+            if shape.endswith("[]"):
+                return [f"{res} = {shape} constant({value})"]
+            return [f"{res}.splat = {scalar} constant({value})",
+                    f"{res} = {shape} broadcast({res}.splat), dimensions={{}}"]
+        return [f"{res} = {shape} constant({_literal(body, shape)})"]
+    if kind == "dot_general":
+        text = _tokens_text(op.items)
+        if "algorithm" in text:
+            raise Unsupported("dot_general with an algorithm", op.line, op.col)
+        attrs = []
+        for key, hlo in (("batching_dims", "batch"), ("contracting_dims", "contracting")):
+            m = re.search(rf"\b{key} = \[([^\]]*)\] x \[([^\]]*)\]", text)
+            if m:
+                attrs.append(f"lhs_{hlo}_dims={{{','.join(map(str, _ints(m.group(1))))}}}")
+                attrs.append(f"rhs_{hlo}_dims={{{','.join(map(str, _ints(m.group(2))))}}}")
+        return [f"{res} = {out[-1]} dot({ops}), {', '.join(attrs)}"]
+    if kind == "slice":
+        ranges = [str(t) for t in op.items if t.type == "RANGE"]
+        parts = []
+        for r in ranges:
+            p = [int(x) for x in r.split(":")]
+            parts.append(f"[{p[0]}:{p[1]}:{p[2] if len(p) > 2 else 1}]")
+        return [f"{res} = {out[-1]} slice({ops}), slice={{{', '.join(parts)}}}"]
+    if kind == "pad":
+        low, high, interior = (_ints(_after(op.items, k)) for k in ("low", "high", "interior"))
+        padding = "x".join(f"{lo}_{hi}_{it}" for lo, hi, it in zip(low, high, interior))
+        return [f"{res} = {out[-1]} pad({ops}), padding={padding}"]
+    if kind == "concatenate":
+        dim = _ints(_tokens_text(op.items).split("dim =")[1])[0]
+        return [f"{res} = {out[-1]} concatenate({ops}), dimensions={{{dim}}}"]
+    if kind == "dynamic_slice":
+        sizes = ",".join(map(str, _ints(_after(op.items, "sizes"))))
+        return [f"{res} = {out[-1]} dynamic-slice({ops}), dynamic_slice_sizes={{{sizes}}}"]
+    if kind == "dynamic_update_slice":
+        return [f"{res} = {out[-1]} dynamic-update-slice({ops})"]
+    if kind == "reduce":
+        text = _tokens_text(op.items)
+        m = re.search(r"applies stablehlo\.(\w+) across dimensions = \[([^\]]*)\]", text)
+        if m is None or len(args) != 2 or m.group(1) not in BINARY:
+            raise Unsupported("reduce other than one operand `applies` form", op.line, op.col)
+        scalar = hlo_shape(op.types_in[1])
+        reducer = w.reducer(BINARY[m.group(1)], scalar)
+        dims = ",".join(map(str, _ints(m.group(2))))
+        return [f"{res} = {out[-1]} reduce({ops}), dimensions={{{dims}}}, to_apply={reducer}"]
+    if kind in ("call", "func.call"):
+        callee = next(str(t) for t in op.items if t.type == "SYMBOL")[1:]
+        if callee not in functions:
+            raise Unsupported(f"call of unknown function @{callee}", op.line, op.col)
+        if len(out) == 1:
+            return [f"{res} = {out[0]} call({ops}), to_apply={callee}"]
+        base = op.defs[0]
+        lines = [f"{base} = ({', '.join(out)}) call({ops}), to_apply={callee}"]
+        lines += [f"{base}.{i} = {s} get-tuple-element({base}), index={i}" for i, s in enumerate(out)]
+        return lines
+    raise Unsupported(f"op '{op.name}'", op.line, op.col)
+
+
+def _collect_op(tree: lark.Tree) -> _Op:
+    defs: list[str] = []
+    name = ""
+    items: list[lark.Token] = []
+    types_in: list[str] = []
+    types_out: list[str] = []
+    for child in tree.children:
+        if isinstance(child, lark.Tree) and child.data == "defs":
+            defs = [_name(str(child.children[0]))]
+        elif isinstance(child, lark.Token) and child.type == "NAME" and not name:
+            name = str(child)
+        elif isinstance(child, lark.Tree) and child.data == "item":
+            items.extend(c for c in child.children if isinstance(c, lark.Token))
+        elif isinstance(child, lark.Tree) and child.data == "signature":
+            groups = [[str(t) for t in g.children if t.type == "TYPE"] for g in child.children
+                      if isinstance(g, lark.Tree)]
+            types_in, types_out = (groups[0], groups[-1]) if len(groups) == 2 else (groups[0], groups[0])
+    return _Op(defs, name, items, types_in, types_out, tree.meta.line, tree.meta.column)
+
+
+def stablehlo_to_hlo_text(text: str, filename: str) -> tuple[str, dict[int, tuple[int, int]]]:
+    """HLO text for StableHLO text, and the StableHLO (line, column) of each HLO line that has one;
+    raises Unsupported for what this reader does not cover."""
+    try:
+        tree = _parser().parse(text)
+    except lark.exceptions.UnexpectedInput as e:
+        raise Unsupported("syntax this reader does not cover", e.line, e.column) from None
+    module = tree.children[0] if isinstance(tree.children[0], lark.Tree) else tree.children[1]
+    name_tok = next((c for c in module.children if isinstance(c, lark.Token) and c.type == "SYMBOL"), None)
+    module_name = str(name_tok)[1:] if name_tok is not None else "module"
+    for attrs in (c for c in module.children if isinstance(c, lark.Tree) and c.data == "dict"):
+        for entry in attrs.children:
+            if not isinstance(entry, lark.Tree):
+                continue
+            key = str(entry.children[0])
+            value = " ".join(str(t) for t in entry.children[-1].scan_values(lambda v: isinstance(v, lark.Token)))
+            if key not in ("mhlo.num_partitions", "mhlo.num_replicas") or value != "1 : i32":
+                raise Unsupported(f"module attribute {key}", entry.meta.line, entry.meta.column)
+    funcs = [c for c in module.children if isinstance(c, lark.Tree) and c.data == "func"]
+    functions = {next(str(c) for c in f.children if isinstance(c, lark.Token) and c.type == "SYMBOL")[1:]: []
+                 for f in funcs}
+    w = _Writer()
+    entry: Lines = []
+    for f in funcs:
+        tokens = [c for c in f.children if isinstance(c, lark.Token)]
+        sym = next(str(t) for t in tokens if t.type == "SYMBOL")[1:]
+        public = not any(t.type == "VISIBILITY" and str(t) == "private" for t in tokens)
+        lines: Lines = []
+        defined: dict[str, int] = {}
+        for i, arg in enumerate(c for c in f.children if isinstance(c, lark.Tree) and c.data == "arg"):
+            if any(isinstance(c, lark.Tree) and c.data == "dict" for c in arg.children):
+                raise Unsupported("parameter attributes (shardings, layouts)", arg.meta.line, arg.meta.column)
+            pname = _name(str(arg.children[0]))
+            arg_type = next(str(t) for t in arg.children if isinstance(t, lark.Token) and t.type == "TYPE")
+            defined[pname] = len(lines)
+            lines.append((f"{pname} = {hlo_shape(arg_type)} parameter({i})", (arg.meta.line, arg.meta.column)))
+        for op_tree in (c for c in f.children if isinstance(c, lark.Tree) and c.data == "op"):
+            op = _collect_op(op_tree)
+            if op.name in ("return", "func.return"):
+                values = _operands(op.items)
+                if len(values) == 1 and values[0] in defined:
+                    k = defined[values[0]]
+                    lines[k] = ("ROOT " + lines[k][0], lines[k][1])
+                else:
+                    shapes = [hlo_shape(t) for t in op.types_out]
+                    lines.append((f"ROOT {sym}.result = ({', '.join(shapes)}) tuple({', '.join(values)})",
+                                  (op.line, op.col)))
+                continue
+            for line in _instruction(op, w, functions):
+                defined[line.split(" = ")[0]] = len(lines)
+                lines.append((line, (op.line, op.col)))
+        is_entry = public and sym == "main"
+        comp = [(f"{'ENTRY ' if is_entry else ''}{sym} {{", None), *[("  " + t, pos) for t, pos in lines], ("}", None)]
+        if is_entry:
+            entry = comp
+        else:
+            w.computations.append(comp)
+    if not entry:
+        raise Unsupported("a module without a public @main function")
+    out = [f"HloModule {module_name}", ""]
+    positions: dict[int, tuple[int, int]] = {}
+    for comp in [*w.computations, entry]:
+        for line, pos in comp:
+            out.append(line)
+            if pos is not None:
+                positions[len(out)] = pos
+        out.append("")
+    return "\n".join(out), positions
+
+
+def unsupported_error(e: Unsupported, filename: str, text: str) -> HloError:
+    """The reader's limit as a diagnostic at the op (used when XLA's translation is not available)."""
+    loc = SourceLocation(filename, e.line, e.col) if e.line else None
+    return HloError(f"the built-in StableHLO reader does not cover {e.message}; with jax/jaxlib installed the "
+                    "text is read through XLA's own translation", loc, text if loc else None)
