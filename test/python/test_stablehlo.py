@@ -135,9 +135,9 @@ def test_stablehlo_reaching_the_hlo_parser_gets_a_hint() -> None:
 # The corpus programs our own reader covers (no region ops, CHLO, custom calls, shardings): it must keep
 # covering them. The others go through XLA's translation.
 OWN_READER = ["adam_update", "associative_scan", "attention", "bitcast_convert", "convert_types",
-              "dot_general_variants", "dynamic_slice", "einsum", "integer_ops", "layernorm", "mixed_precision_dot",
-              "mlp_forward", "mlp_train_step", "no_args", "select_clamp", "shape_ops", "softmax",
-              "transformer_block", "tuple_outputs", "zero_size"]
+              "dot_general_variants", "dynamic_slice", "einsum", "fori_loop", "integer_ops", "layernorm",
+              "mixed_precision_dot", "mlp_forward", "mlp_train_step", "no_args", "scan_reverse_unroll", "scan_rnn",
+              "select_clamp", "shape_ops", "softmax", "transformer_block", "tuple_outputs", "while_loop", "zero_size"]
 
 
 @pytest.fixture
@@ -165,7 +165,7 @@ def test_own_reader_error_points_at_the_stablehlo_op() -> None:
 
 
 def test_without_jaxlib_what_the_reader_does_not_cover_is_named(no_xla: None) -> None:
-    text = _stablehlo("while_loop")
+    text = _stablehlo("sort")
     with pytest.raises(hlo_mlir.HloError, match=r"<string>:\d+:\d+: error: the built-in StableHLO reader does not "
                        r"cover syntax this reader does not cover; with jax/jaxlib installed"):
         hlo_mlir.load(text)

@@ -4,9 +4,9 @@ then parses (it holds the op knowledge: shapes, attributes, verification).
 
 It covers the ops JAX prints without regions (elementwise, compare, select, convert, broadcast_in_dim,
 reshape, transpose, dot_general, iota, constant, slice, pad, concatenate, reverse, clamp, dynamic slices,
-reduce in its `applies` form, calls) and raises `Unsupported` for anything else — while, case, sort,
-gather, scatter, convolution, reduce_window, custom_call, CHLO ops, location info — so the caller can
-use XLA's translation instead (stablehlo.py) or say what is missing.
+reduce in its `applies` form, calls) and `while`, and raises `Unsupported` for anything else — case,
+sort, gather, scatter, convolution, reduce_window, custom_call, CHLO ops, location info — so the caller
+can use XLA's translation instead (stablehlo.py) or say what is missing.
 """
 
 from __future__ import annotations
@@ -85,6 +85,8 @@ def _name(value: str) -> str:
 @dataclass
 class _Op:
     defs: list[str]  # result names (several for `%r:2 = ...`)
+    count: int  # results: N of `%r:N = ...`, else 1
+    regions: list[list[lark.Tree]]  # while: the ops of cond and of do
     name: str
     items: list[lark.Token]
     types_in: list[str]
@@ -247,11 +249,71 @@ def _instruction(op: _Op, w: _Writer, functions: dict[str, list[str]]) -> list[s
         lines = [f"{base} = ({', '.join(out)}) call({ops}), to_apply={callee}"]
         lines += [f"{base}.{i} = {s} get-tuple-element({base}), index={i}" for i, s in enumerate(out)]
         return lines
+    if kind == "while" and len(op.regions) == 2:
+        return _while(op, w, functions)
     raise Unsupported(f"op '{op.name}'", op.line, op.col)
+
+
+def _while(op: _Op, w: _Writer, functions: dict[str, list[str]]) -> list[str]:
+    """`%r:N = stablehlo.while(%it = %init, ...) : T... cond {...} do {...}`: a while over the tuple of the
+    loop values; cond and do become computations that unpack it."""
+    text = _tokens_text(op.items)
+    pairs = re.findall(r"(%[\w.$#-]+) = (%[\w.$#-]+)", text)
+    shapes = [hlo_shape(t) for t in op.types_in]
+    if len(pairs) != len(shapes) or len(shapes) != op.count:
+        raise Unsupported("this form of while", op.line, op.col)
+    res = op.defs[0]
+    tuple_shape = f"({', '.join(shapes)})"
+    names = []
+    for part, region in (("cond", op.regions[0]), ("body", op.regions[1])):
+        comp = f"{res}.{part}"
+        lines: Lines = [(f"{comp}.p = {tuple_shape} parameter(0)", (op.line, op.col))]
+        defined = {}
+        for i, ((it, _), shape) in enumerate(zip(pairs, shapes)):
+            defined[_name(it)] = len(lines)
+            lines.append((f"{_name(it)} = {shape} get-tuple-element({comp}.p), index={i}", (op.line, op.col)))
+        _block(region, lines, defined, w, functions, comp, tuple_result=part == "body")
+        w.computations.append([(f"{comp} {{", None), *[("  " + t, pos) for t, pos in lines], ("}", None)])
+        names.append(comp)
+    inits = ", ".join(_name(init) for _, init in pairs)
+    out = [f"{res}.init = {tuple_shape} tuple({inits})",
+           f"{res}.loop = {tuple_shape} while({res}.init), condition={names[0]}, body={names[1]}"]
+    if op.count == 1:
+        return [*out, f"{res} = {shapes[0]} get-tuple-element({res}.loop), index=0"]
+    return [*out, *[f"{res}.{i} = {s} get-tuple-element({res}.loop), index={i}" for i, s in enumerate(shapes)]]
+
+
+def _block(op_trees: list[lark.Tree], lines: Lines, defined: dict[str, int], w: _Writer,
+           functions: dict[str, list[str]], comp: str, tuple_result: bool = False) -> None:
+    """Append the HLO lines of a function's or region's ops; its return becomes the ROOT (a tuple for
+    several values, or always when `tuple_result`)."""
+    for op_tree in op_trees:
+        op = _collect_op(op_tree)
+        if op.name in ("return", "func.return", "stablehlo.return"):
+            values = _operands(op.items)
+            missing = [v for v in values if v not in defined]
+            if missing:
+                raise Unsupported(f"a value from outside the region ({missing[0]})", op.line, op.col)
+            if len(values) == 1 and not tuple_result:
+                k = defined[values[0]]
+                lines[k] = ("ROOT " + lines[k][0], lines[k][1])
+            else:
+                shapes = [hlo_shape(t) for t in op.types_out]
+                lines.append((f"ROOT {comp}.result = ({', '.join(shapes)}) tuple({', '.join(values)})",
+                              (op.line, op.col)))
+            continue
+        missing = [v for v in _operands(op.items) if v not in defined]
+        if missing and op.name != "stablehlo.while":
+            raise Unsupported(f"a value from outside the region ({missing[0]})", op.line, op.col)
+        for line in _instruction(op, w, functions):
+            defined[line.split(" = ")[0]] = len(lines)
+            lines.append((line, (op.line, op.col)))
 
 
 def _collect_op(tree: lark.Tree) -> _Op:
     defs: list[str] = []
+    count = 1
+    regions: list[list[lark.Tree]] = []
     name = ""
     items: list[lark.Token] = []
     types_in: list[str] = []
@@ -259,6 +321,9 @@ def _collect_op(tree: lark.Tree) -> _Op:
     for child in tree.children:
         if isinstance(child, lark.Tree) and child.data == "defs":
             defs = [_name(str(child.children[0]))]
+            count = int(str(child.children[-1])) if len(child.children) == 3 else 1
+        elif isinstance(child, lark.Tree) and child.data == "block":
+            regions.append([c for c in child.children if isinstance(c, lark.Tree) and c.data == "op"])
         elif isinstance(child, lark.Token) and child.type == "NAME" and not name:
             name = str(child)
         elif isinstance(child, lark.Tree) and child.data == "item":
@@ -267,7 +332,7 @@ def _collect_op(tree: lark.Tree) -> _Op:
             groups = [[str(t) for t in g.children if t.type == "TYPE"] for g in child.children
                       if isinstance(g, lark.Tree)]
             types_in, types_out = (groups[0], groups[-1]) if len(groups) == 2 else (groups[0], groups[0])
-    return _Op(defs, name, items, types_in, types_out, tree.meta.line, tree.meta.column)
+    return _Op(defs, count, regions, name, items, types_in, types_out, tree.meta.line, tree.meta.column)
 
 
 def stablehlo_to_hlo_text(text: str, filename: str) -> tuple[str, dict[int, tuple[int, int]]]:
@@ -306,21 +371,8 @@ def stablehlo_to_hlo_text(text: str, filename: str) -> tuple[str, dict[int, tupl
             arg_type = next(str(t) for t in arg.children if isinstance(t, lark.Token) and t.type == "TYPE")
             defined[pname] = len(lines)
             lines.append((f"{pname} = {hlo_shape(arg_type)} parameter({i})", (arg.meta.line, arg.meta.column)))
-        for op_tree in (c for c in f.children if isinstance(c, lark.Tree) and c.data == "op"):
-            op = _collect_op(op_tree)
-            if op.name in ("return", "func.return"):
-                values = _operands(op.items)
-                if len(values) == 1 and values[0] in defined:
-                    k = defined[values[0]]
-                    lines[k] = ("ROOT " + lines[k][0], lines[k][1])
-                else:
-                    shapes = [hlo_shape(t) for t in op.types_out]
-                    lines.append((f"ROOT {sym}.result = ({', '.join(shapes)}) tuple({', '.join(values)})",
-                                  (op.line, op.col)))
-                continue
-            for line in _instruction(op, w, functions):
-                defined[line.split(" = ")[0]] = len(lines)
-                lines.append((line, (op.line, op.col)))
+        _block([c for c in f.children if isinstance(c, lark.Tree) and c.data == "op"], lines, defined, w,
+               functions, sym)
         is_entry = public and sym == "main"
         comp = [(f"{'ENTRY ' if is_entry else ''}{sym} {{", None), *[("  " + t, pos) for t, pos in lines], ("}", None)]
         if is_entry:
