@@ -186,6 +186,44 @@ def test_send_recv_across_replicas_with_source_target_pairs() -> None:
     np.testing.assert_array_equal(out[3][0], [0, 0])
 
 
+def test_send_recv_pairs_name_partitions_when_the_module_has_several() -> None:
+    """num_partitions=2 on 2 replicas: pairs {0,1},{1,0} swap the partitions of each replica, as the
+    collective-permute they decompose does (that one is checked against XLA in test_mpi)."""
+    pairs = '_xla_send_recv_source_target_pairs="{{0,1},{1,0}}"'
+    text = (PIPELINE.replace("HloModule m", "HloModule m, replica_count=2, num_partitions=2")
+            .replace("rid = u32[] replica-id()", "rid = u32[] replica-id()\n  pid = u32[] partition-id()\n"
+                     "  ten = u32[] constant(10)\n  rt = u32[] multiply(rid, ten)\n  dev = u32[] add(rt, pid)")
+            .replace("convert(rid)", "convert(dev)")
+            .replace('_xla_send_recv_source_target_pairs="{{0,1},{1,2}}"', pairs))
+    permute = """HloModule m, replica_count=2, num_partitions=2
+ENTRY e {
+  rid = u32[] replica-id()
+  pid = u32[] partition-id()
+  ten = u32[] constant(10)
+  rt = u32[] multiply(rid, ten)
+  dev = u32[] add(rt, pid)
+  r = f32[] convert(dev)
+  x = f32[2] broadcast(r), dimensions={}
+  ROOT y = f32[2] collective-permute(x), channel_id=1, source_target_pairs={{0,1},{1,0}}
+}
+"""
+    want = [[1, 1], [0, 0], [11, 11], [10, 10]]
+    for module in (text, permute):
+        got = hlo_mlir.load(module).run(replicas=4)
+        assert [o[0].tolist() for o in got] == want
+    bad = text.replace("{{0,1},{1,0}}", "{{0,2},{2,0}}")
+    with pytest.raises(HloError, match=r"pairs partition 0 with partition 2, but the module has num_partitions=2"):
+        hlo_mlir.load(bad).run(replicas=4)
+
+
+def test_partitions_have_their_own_infeed_and_outfeed() -> None:
+    sent: list = []
+    out = hlo_mlir.load(LOOP.replace("HloModule m", "HloModule m, num_partitions=2", 1)).run(
+        infeed={0: [1, 1, 1], 1: [10, 20, 30]}, outfeed=sent, replicas=2)
+    assert [float(o[0]) for o in out] == [3.0, 60.0]
+    assert [[float(a) for _, a in s] for s in sent] == [[1, 2, 3], [10, 30, 60]]
+
+
 def test_recv_done_waits_for_a_late_sender() -> None:
     """Replica 1 reaches recv-done long before replica 0 (which loops first) sends."""
     text = """HloModule m

@@ -2,9 +2,9 @@
 
 The queues live in the run's shared `Services` (run.py):
 
-* infeed pops the next value of this replica's queue (`Module.run(..., infeed=[...])`,
+* infeed pops the next value of this device's queue (`Module.run(..., infeed=[...])`,
   `hlo-run --infeed FILE.npz`) and returns (data, token); an empty tuple shape reads nothing.
-* outfeed appends its operand to this replica's outfeed list (`Module.run(..., outfeed=list)`,
+* outfeed appends its operand to this device's outfeed list (`Module.run(..., outfeed=list)`,
   `hlo-run --outfeed FILE.npz`) and returns a token.
 * send / recv with the same channel_id pair up.  Without routing information a send is received
   by the same replica (send, then recv-done, in one program).  With the frontend attribute
@@ -14,6 +14,10 @@ The queues live in the run's shared `Services` (run.py):
   send-done -> token, recv -> (buffer, u32[] context, token), recv-done -> (data, token).  The data
   arrives at recv-done, which waits for the sending replica if needed.  Host transfers
   (is_host_transfer=true) pair the same way.
+
+Devices.  Queues and channels are keyed by device index (replica_id * num_partitions +
+partition_id).  In a module with several partitions the pairs name partitions of this replica
+(the cross-partition mode XLA's SPMD partitioner emits), otherwise replicas.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from hlo_mlir.interpreter.ops_collectives import zeros_of
+from hlo_mlir.interpreter.ops_collectives import device_of, num_partitions, who, zeros_of
 from hlo_mlir.interpreter.registry import TOKEN, Context, InterpreterError, OpView, RendezvousError, Value, kernel
 from hlo_mlir.types import ArrayType, HloType, TokenType, TupleType
 
@@ -83,16 +87,16 @@ def infeed(op: OpView, args: list, ctx: Context) -> Value:
     data_t = _elements(op)[0]
     if isinstance(data_t, TupleType) and not data_t.elements:
         return ((), TOKEN)  # an empty tuple reads nothing
-    queue = _services(op, ctx).infeed[ctx.replica_id]
+    queue = _services(op, ctx).infeed[device_of(ctx)]
     if not queue:
-        raise InterpreterError(op, f"the infeed queue of replica {ctx.replica_id} is empty: give the values "
+        raise InterpreterError(op, f"the infeed queue of {who(ctx)} is empty: give the values "
                                    "with Module.run(..., infeed=[...]) or hlo-run --infeed FILE.npz")
     return (conform(op, queue.popleft(), data_t, "infeed value"), TOKEN)
 
 
 @kernel("outfeed")
 def outfeed(op: OpView, args: list, ctx: Context) -> Value:
-    _services(op, ctx).outfeed[ctx.replica_id].append(_copy(args[0]))
+    _services(op, ctx).outfeed[device_of(ctx)].append(_copy(args[0]))
     return TOKEN
 
 
@@ -107,6 +111,22 @@ def _routing(op: OpView) -> tuple[tuple[int, int], ...] | None:
     return tuple((int(s), int(t)) for s, t in re.findall(r"\{\s*(-?\d+)\s*,\s*(-?\d+)\s*\}", m.group(1)))
 
 
+def _peers(op: OpView, ctx: Context) -> tuple[str, tuple[tuple[int, int], ...] | None]:
+    """(what the pair ids name, the pairs as device indices)."""
+    p_count = num_partitions(ctx)
+    pairs = _routing(op)
+    if p_count == 1:
+        return "replica", pairs
+    if pairs is None:
+        return "partition", None
+    base = ctx.replica_id * p_count
+    for s, t in pairs:
+        if not (0 <= s < p_count and 0 <= t < p_count):
+            raise InterpreterError(op, f"pairs partition {s} with partition {t}, but the module has "
+                                       f"num_partitions={p_count}")
+    return "partition", tuple((base + s, base + t) for s, t in pairs)
+
+
 def _channel(op: OpView) -> int:
     return int(op.attrs.get("channel_id", 0))
 
@@ -115,11 +135,11 @@ def _channel(op: OpView) -> int:
 def send(op: OpView, args: list, ctx: Context) -> Value:
     value = args[0]
     services = _services(op, ctx)
-    me = ctx.replica_id
-    pairs = _routing(op)
+    me = device_of(ctx)
+    kind, pairs = _peers(op, ctx)
     targets = [me] if pairs is None else [t for s, t in pairs if s == me]
     for t in targets:
-        if not 0 <= t < ctx.num_replicas:
+        if kind == "replica" and not 0 <= t < ctx.num_replicas:
             raise InterpreterError(op, f"sends to replica {t}, but the run has {ctx.num_replicas} replica(s)")
         services.channel_put((_channel(op), me, t), _copy(value))
     context_t = _elements(op)[1]
@@ -135,8 +155,8 @@ def send_done(op: OpView, args: list, ctx: Context) -> Value:
 def recv(op: OpView, args: list, ctx: Context) -> Value:
     data_t, context_t = _elements(op)[:2]
     services = _services(op, ctx)
-    me = ctx.replica_id
-    pairs = _routing(op)
+    me = device_of(ctx)
+    pairs = _peers(op, ctx)[1]
     sources = [me] if pairs is None else [s for s, t in pairs if t == me]
     source = sources[0] if sources else None
     handle = services.count(me, "\0recv-handle")
@@ -147,7 +167,7 @@ def recv(op: OpView, args: list, ctx: Context) -> Value:
 @kernel("recv-done")
 def recv_done(op: OpView, args: list, ctx: Context) -> Value:
     services = _services(op, ctx)
-    me = ctx.replica_id
+    me = device_of(ctx)
     handle = int(np.asarray(args[0][1]))
     pending = services.pending.pop((me, handle), None)
     if pending is None:
