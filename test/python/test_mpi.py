@@ -283,6 +283,19 @@ def test_send_recv_between_processes(tmp_path: Path, backend: str) -> None:
         np.testing.assert_array_equal(got[d], want)
 
 
+@pytest.mark.parametrize("backend", ["interpreter", "jit"])
+def test_send_recv_between_partitions(tmp_path: Path, backend: str) -> None:
+    """Partition form (num_partitions=4): the pairs name partitions; device 3 receives partition 2's [2,2]."""
+    path = tmp_path / "pipeline.hlo"
+    path.write_text(PIPELINE.replace("replica_count=4", "num_partitions=4").replace("replica-id", "partition-id")
+                    .replace("{{0,1},{1,2}}", "{{0,1},{1,2},{2,3}}"))
+    proc = _mpiexec(4, str(path), "--backend", backend, "--outputs", str(tmp_path / "out.{rank}.npz"))
+    assert proc.returncode == 0, proc.stderr
+    got = [_npz(tmp_path / f"out.{d}.npz")[0] for d in range(4)]
+    for d, want in enumerate([[0, 0], [0, 0], [1, 1], [2, 2]]):
+        np.testing.assert_array_equal(got[d], want)
+
+
 def test_outfeed_per_device(tmp_path: Path) -> None:
     """--outfeed with {rank}: each process writes what its device sent."""
     path = tmp_path / "feed.hlo"
