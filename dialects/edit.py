@@ -28,12 +28,21 @@ def functions(module: ir.Module) -> dict[str, ir.Operation]:
     return out
 
 
+def is_entry(fn: ir.Operation) -> bool:
+    """Whether a computation is public: the importer makes every computation but ENTRY private."""
+    vis = fn.attributes["sym_visibility"] if "sym_visibility" in fn.attributes else None
+    return vis is None or ir.StringAttr(vis).value == "public"
+
+
 def entry(module: ir.Module) -> ir.Operation:
-    """The ENTRY computation: the public function."""
-    for fn in functions(module).values():
-        vis = fn.attributes["sym_visibility"] if "sym_visibility" in fn.attributes else None
-        if vis is None or ir.StringAttr(vis).value == "public":
+    """The ENTRY computation: the public function, else (MLIR input with none) the last one, as XLA
+    places ENTRY last. Every stage finds the entry here."""
+    funcs = list(functions(module).values())
+    for fn in funcs:
+        if is_entry(fn):
             return fn
+    if funcs:
+        return funcs[-1]
     raise ValueError("module has no entry computation")
 
 

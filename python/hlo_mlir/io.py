@@ -21,11 +21,10 @@ from hlo_mlir.types import ArrayType, HloType, TokenType, TupleType, flatten
 def _entry_signature(module: Any) -> tuple[list[HloType], HloType]:
     from mlir import ir
 
-    from hlo_mlir.dialects import from_mlir_type
+    from hlo_mlir.dialects import edit, from_mlir_type
 
     with module.context:
-        funcs = [op.operation for op in module.mlir.body.operations]
-        entry = next((f for f in funcs if "sym_visibility" not in f.attributes), funcs[-1])
+        entry = edit.entry(module.mlir)
         ftype = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
         return [from_mlir_type(t) for t in ftype.inputs], from_mlir_type(ftype.results[0])
 

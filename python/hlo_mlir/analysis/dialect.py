@@ -17,7 +17,7 @@ from mlir import ir
 from hlo_mlir.analysis.indexing_map import IndexingMap
 from hlo_mlir.analysis.op_maps import compute_input_to_output_indexing, compute_output_to_input_indexing
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects import from_mlir_type, opcode_of
+from hlo_mlir.dialects import edit, from_mlir_type, opcode_of
 from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.frontend.literals import attr_to_array
 from hlo_mlir.types import ArrayType, TupleType
@@ -214,11 +214,10 @@ def computation(func: ir.Operation | ir.OpView) -> Computation:
 
 
 def _entry(module: ir.Module) -> ir.Operation:
-    funcs = [op.operation for op in module.body.operations if op.operation.name == "func.func"]
-    for f in funcs:
-        if "sym_visibility" not in f.attributes or ir.StringAttr(f.attributes["sym_visibility"]).value == "public":
-            return f
-    raise HloError("module has no entry computation")
+    try:
+        return edit.entry(module)
+    except ValueError as e:
+        raise HloError(str(e)) from None
 
 
 def _instructions(module: ir.Module) -> dict[str, Instr]:

@@ -12,7 +12,7 @@ from mlir import ir
 
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import (
-    ASYNC_WRAPPED, BY_OP_NAME, ELIDED, MODULE_ATTRS, MODULE_NAME, NAME, POSITION, SHAPE, STACK_FRAMES,
+    ASYNC_WRAPPED, BY_OP_NAME, ELIDED, MODULE_ATTRS, MODULE_NAME, NAME, POSITION, SHAPE, STACK_FRAMES, edit,
     from_mlir_type,
 )
 from hlo_mlir.dialects.attributes import COMP, COMPS, kind_of
@@ -154,7 +154,7 @@ def _computation(fn: ir.Operation, names: _Names, types: _TypeTexts) -> tuple[li
     """The computation's lines, and the computations its instructions name."""
     attrs = fn.attributes
     fname = ir.StringAttr(attrs["sym_name"]).value
-    is_entry = "sym_visibility" not in attrs or ir.StringAttr(attrs["sym_visibility"]).value == "public"
+    is_entry = edit.is_entry(fn)
     block = fn.regions[0].blocks[0]
     arg_attrs = list(ir.ArrayAttr(attrs["arg_attrs"])) if "arg_attrs" in attrs else []
     value_names: dict[ir.Value, str] = {}

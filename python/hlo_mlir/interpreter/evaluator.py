@@ -17,7 +17,7 @@ import numpy as np
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects import ASYNC_WRAPPED, BY_OP_NAME, NAME, SHAPE, from_mlir_type, source_location, traits
+from hlo_mlir.dialects import ASYNC_WRAPPED, BY_OP_NAME, NAME, SHAPE, edit, from_mlir_type, source_location, traits
 from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.dialects.traits import ELEMENTWISE
 from hlo_mlir.interpreter import contraction, denormals, dynamic_sizes
@@ -172,15 +172,10 @@ class Interpreter:
     def __init__(self, module: ir.Module, replica_id: int = 0, num_replicas: int = 1, partition_id: int = 0,
                  services: Any = None) -> None:  # fmt: skip
         self.programs: dict[str, Program] = {}
-        self.entry = ""
         for fn in module.body.operations:
             program = compile_function(fn.operation)
             self.programs[program.name] = program
-            attrs = fn.operation.attributes
-            if "sym_visibility" not in attrs or ir.StringAttr(attrs["sym_visibility"]).value == "public":
-                self.entry = program.name
-        if not self.entry and self.programs:
-            self.entry = list(self.programs)[-1]
+        self.entry = ir.StringAttr(edit.entry(module).attributes["sym_name"]).value if self.programs else ""
         self.replica_id = replica_id
         self.num_replicas = num_replicas
         self.partition_id = partition_id
