@@ -61,6 +61,8 @@ PASSES: dict[str, PassInfo] = {
                  " elements by an empty constant (XLA's ZeroSizedHloElimination)"),
         PassInfo("conditional-simplifier", "conditional_simplify", "inline the branch a conditional takes when"
                  " it is known: a constant predicate or index, or a single branch"),
+        PassInfo("flatten-call-graph", "flatten_call_graph", "give every computation run by call, while or"
+                 " conditional a call site of its own, cloning the shared ones (XLA's FlattenCallGraph)"),
         PassInfo("fusion", "fusion", "producer-consumer loop and input fusion into fusion computations,"
                  " decided with the indexing analysis"),
     )

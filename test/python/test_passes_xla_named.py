@@ -1,4 +1,4 @@
-"""The passes named after XLA's (zero-sized-hlo-elimination, conditional-simplifier).
+"""The passes named after XLA's (zero-sized-hlo-elimination, conditional-simplifier, flatten-call-graph).
 
 On the JAX corpus: where a pass changes a module, the interpreter results on random inputs are unchanged,
 the output verifies and XLA's parser accepts it (JAX's own lowering already folds what these passes
@@ -15,7 +15,7 @@ import hlo_mlir
 from hlo_mlir.passes import apply
 from test_passes_fusion import CORPUS, check_pass_preserves
 
-PASSES = ("zero-sized-hlo-elimination", "conditional-simplifier")
+PASSES = ("zero-sized-hlo-elimination", "conditional-simplifier", "flatten-call-graph")
 LIT = Path(__file__).parents[1] / "passes"
 
 
