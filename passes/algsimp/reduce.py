@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from mlir import ir
 
+from hlo_mlir.dialects import opcode_of
 from hlo_mlir.types import ArrayType
 
 from .core import Ctx, array, attrs, default_layout, producer, rule, same_type, splat
@@ -81,7 +82,7 @@ def reduce_of_broadcast(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     added = tuple(d for d in range(wide.rank) if d not in kept)
     if rdims == added and reducer in _IDEMPOTENT and kept == tuple(sorted(kept)):
         return _combine_init(ctx, op, reducer, bcast.operands[0])
-    if rdims == tuple(sorted(kept)) and kept and src.rank and added:
+    if rdims == kept and kept == tuple(sorted(kept)) and src.rank and added:
         whole = ctx.new(op, "reduce", [bcast.operands[0], op.operands[1]], ArrayType(out.element, ()),
                         {"dimensions": tuple(range(src.rank))}, mlir_attrs={"to_apply": op.attributes["to_apply"]})
         return ctx.new(op, "broadcast", [whole], out, {"dimensions": ()})
@@ -279,8 +280,14 @@ def _broadcast_in_order(ctx: Ctx, op: ir.Operation, x: ir.Value, places: list[in
 
 @rule("reduce", "reduce-window")
 def reduce_of_nothing(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
-    """A reduce (or reduce-window) of an empty array: every result element is init."""
+    """A reduce of an empty array: every result element is init. For a reduce-window only when the
+    reducer is idempotent or init its identity (a padded window combines init with each padding element,
+    which is init again)."""
     src, out = array(op.operands[0]), array(op.results[0])
     if len(op.operands) != 2 or src is None or out is None or src.num_elements or not default_layout(op):
         return None
+    if opcode_of(op) == "reduce-window":
+        reducer = ctx.reducer(op)
+        if reducer is None or (reducer not in _IDEMPOTENT and not _init_is_identity(op, reducer)):
+            return None
     return ctx.new(op, "broadcast", [op.operands[1]], out, {"dimensions": ()}) if out.rank else op.operands[1]

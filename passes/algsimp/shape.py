@@ -127,6 +127,8 @@ def slice_rules(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     slices = _slices(op)
     if out.dims == src.dims and all(s == 0 and st == 1 for s, _, st in slices):
         return same_type(op, op.operands[0])
+    if not out.num_elements:
+        return None  # an empty slice has no canonical bounds to move
     canon = tuple((s, s + 1, 1) if n == 1 else (s, min(e, s + (n - 1) * st + 1), st)
                   for (s, e, st), n in zip(slices, out.dims))
     if canon != slices:

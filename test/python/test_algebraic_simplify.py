@@ -82,3 +82,25 @@ ENTRY e {
     after = [np.asarray(v) for v in hlo_mlir.load(hlo).run(x, y)]
     for a, b in zip(after, before):
         np.testing.assert_array_equal(a, b)
+
+
+def test_empty_arrays_and_padded_windows() -> None:
+    """Empty slices stay valid; a padded sum window over an empty array is not init (it adds the padding)."""
+    text = """HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[6,4] parameter(0)
+  empty = f32[0,4] parameter(1)
+  s = f32[0,2] slice(p), slice={[3:3:2], [0:4:2]}
+  one = f32[] constant(1)
+  w = f32[1,4] reduce-window(empty, one), window={size=2x1 pad=1_1x0_0}, to_apply=add
+  r = f32[4] reduce(empty, one), dimensions={0}, to_apply=add
+  ROOT t = (f32[0,2], f32[1,4], f32[4]) tuple(s, w, r)
+}"""
+    module = check_pass_preserves(text, "algebraic-simplify,dce")
+    hlo = module.to_hlo()
+    assert "reduce-window" in hlo and " reduce(" not in hlo
