@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
+import hlo_mlir
 import numpy as np
 import pytest
-
-import hlo_mlir
 from hlo_mlir.oracle import run_xla, xla_available
 from xla_compare import assert_outputs
 
 
 def check(text: str, *args: np.ndarray, tol: float = 0.0, xla: bool = True, xla_tol: float | None = None,
-          interp: bool = True) -> list:
+          interp: bool = True, denormals: str = "flush") -> list:
     """JIT results equal the interpreter's (bit-identical unless `tol`) and XLA's when available (within
-    `xla_tol`, default `tol`: XLA sums in its own order)."""
+    `xla_tol`, default `tol`: XLA sums in its own order); `denormals` as Module.run takes it."""
     m = hlo_mlir.load(text)
-    got = m.run(*args, backend="jit")
+    got = m.run(*args, backend="jit", denormals=denormals)
     if interp:
-        assert_outputs(got, m.run(*args), tol)
+        assert_outputs(got, m.run(*args, denormals=denormals), tol)
     if xla and xla_available():
         assert_outputs(got, run_xla(text, list(args)), tol if xla_tol is None else xla_tol)
     return got

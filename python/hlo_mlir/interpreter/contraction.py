@@ -1,6 +1,7 @@
 """Multiply-add contraction as XLA:CPU does it: LLVM there fuses an f32/f64 `multiply` whose only user is an
 `add` or `subtract` into one fused multiply-add (one rounding instead of two), so `a * b + c` differs from
-the separately rounded result in about a third of random inputs. The interpreter rewrites such pairs of
+the separately rounded result in about a third of random inputs; a complex multiply fuses one product into
+each part (`complex_multiply`). The interpreter rewrites such pairs of
 a computation into one step computing the exactly rounded `a * b ± c` (checked bit for bit against XLA in
 test/python/test_contraction.py); the JIT gets the same from `llc -fp-contract=fast` (runtime/native.py).
 
@@ -73,6 +74,19 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: Any) -> np.ndarray:
             both = (a64 * b64 == 0) & (c64 == 0)
             out = np.where(zero, np.where(both, plain, 0.0).astype(dtype), out)
     return np.asarray(out, dtype)
+
+
+def complex_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a * b of complex arrays as XLA:CPU computes it: each part one fused multiply-add,
+    re = fma(a.re, b.re, -(a.im * b.im)), im = fma(a.im, b.re, a.re * b.im) (checked bit for bit)."""
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    real = np.float32 if np.result_type(a, b) == np.complex64 else np.float64
+    with np.errstate(all="ignore"):
+        re = fma(a.real, b.real, -(a.imag * b.imag), real)
+        im = fma(a.imag, b.real, a.real * b.imag, real)
+    out = np.empty(a.shape, np.result_type(a, b))
+    out.real, out.imag = re, im
+    return out
 
 
 def _fused(negate_product: bool, negate_addend: bool) -> Kernel:

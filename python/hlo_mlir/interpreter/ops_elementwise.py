@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 
 from hlo_mlir.interpreter import numeric as nm
+from hlo_mlir.interpreter.contraction import complex_multiply
 from hlo_mlir.interpreter.registry import PRED_UFUNCS, Context, InterpreterError, OpView, Value, kernel
 from hlo_mlir.types import ElementType
 
@@ -144,6 +145,8 @@ def binary(op: OpView, args: list, ctx: Context) -> Value:
         if name not in _FLOAT_BINARY or (et.is_complex and name in _REAL_ONLY_BINARY):
             raise InterpreterError(op, f"not defined on {et.hlo}")
         fn = _complex_atan2 if et.is_complex and name == "atan2" else _FLOAT_BINARY[name]
+        if et.is_complex and name == "multiply":
+            fn = complex_multiply
         return nm.result(op, fn(nm.float_work(a), nm.float_work(b)))
 
 

@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from hlo_mlir.attr_types import Window
+from hlo_mlir.interpreter.contraction import complex_multiply
 from hlo_mlir.interpreter.ops_dot_conv import wrap_int
 from hlo_mlir.interpreter.registry import PRED_UFUNCS, REDUCER_UFUNCS, Context, InterpreterError, OpView, kernel
 from hlo_mlir.types import BY_DTYPE, ArrayType, HloType, TupleType
@@ -106,6 +107,11 @@ def _fast_reduce(kind: str, rows: np.ndarray, init: np.ndarray) -> np.ndarray:
         return np.full(rows.shape[1:], init, rows.dtype)
     if kind == "add" and k == "float":
         return _sequential(np.add, rows.astype(np.float64), np.float64(init))
+    if kind == "multiply" and rows.dtype.kind == "c":  # each step as XLA multiplies complex numbers
+        acc = np.full(rows.shape[1:], init, rows.dtype)
+        for row in rows:
+            acc = complex_multiply(acc, row)
+        return acc
     if _order_sensitive(kind, rows.dtype):
         return _sequential(uf, rows, init)
     if k == "int" and rows.dtype.kind not in "iu":
