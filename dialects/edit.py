@@ -14,7 +14,9 @@ from mlir import ir
 from hlo_mlir.dialects import NAME, OPCODES, POSITION, SHAPE, from_mlir_type, opcode_of, to_mlir_type
 from hlo_mlir.dialects.attributes import encode_value
 from hlo_mlir.dialects.traits import SIDE_EFFECTING
-from hlo_mlir.types import HloType
+from hlo_mlir.shape_text import ShapeError as ShapeTextError
+from hlo_mlir.shape_text import parse_array_shape
+from hlo_mlir.types import ArrayType, HloType
 
 
 
@@ -76,6 +78,43 @@ def name_of(value: ir.Value | ir.Operation) -> str:
 
 def type_of(value: ir.Value) -> HloType:
     return from_mlir_type(value.type)
+
+
+def shape_text(value: ir.Value | ir.Operation) -> str | None:
+    """The `hlo.shape` text (layout, `<=` bounds) written for an instruction result or a parameter."""
+    if isinstance(value, ir.Operation):
+        return ir.StringAttr(value.attributes[SHAPE]).value if SHAPE in value.attributes else None
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        fn = owner.owner
+        if "arg_attrs" not in fn.attributes:
+            return None
+        d = ir.DictAttr(ir.ArrayAttr(fn.attributes["arg_attrs"])[ir.BlockArgument(value).arg_number])
+        return ir.StringAttr(d[SHAPE]).value if SHAPE in d else None
+    return shape_text(owner.operation if hasattr(owner, "operation") else owner)
+
+
+def written_shape(value: ir.Value | ir.Operation) -> tuple[HloType | None, tuple[int, ...] | None]:
+    """The array type with its `<=` bounds, and the minor-to-major layout, as the text wrote them
+    ((None, None) where it wrote neither; a layout of the wrong rank or a tuple shape is None).
+    Every stage reads layouts and bounds here rather than parsing `hlo.shape` itself."""
+    text = shape_text(value)
+    if text is None or text.lstrip().startswith("("):
+        return None, None
+    try:
+        t, layout_text = parse_array_shape(text.strip())
+    except ShapeTextError:
+        return None, None
+    if not layout_text or not isinstance(t, ArrayType):
+        return t, None
+    minor = layout_text.split(":")[0]  # tiling etc. after ':' does not change the order
+    layout = tuple(int(x) for x in minor.split(",") if x.strip())
+    return t, layout if len(layout) == t.rank else None
+
+
+def layout_of(value: ir.Value | ir.Operation) -> tuple[int, ...] | None:
+    """Minor-to-major dims as written (`{0,1}`); None for the default `{n-1,...,0}`."""
+    return written_shape(value)[1]
 
 
 def has_side_effect(op: ir.Operation) -> bool:

@@ -22,7 +22,7 @@ import hlo_mlir.interpreter  # noqa: F401  (registers the kernels)
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import edit, opcode_of
 from hlo_mlir.frontend.literals import array_to_attr
-from hlo_mlir.interpreter.evaluator import Interpreter, OpInfo, Program, _layout, compile_function
+from hlo_mlir.interpreter.evaluator import Interpreter, OpInfo, Program, compile_function
 from hlo_mlir.interpreter.ops_control import constant_value
 from hlo_mlir.interpreter.registry import KERNELS, InterpreterError
 from hlo_mlir.types import ArrayType
@@ -77,8 +77,7 @@ def _evaluate(op: ir.Operation, producers: list[ir.Operation], interp: _LazyInte
     opcode = opcode_of(op)
     info = OpInfo(
         op, opcode, edit.name_of(op), edit.type_of(op.results[0]), tuple(edit.type_of(v) for v in op.operands),
-        "<constant-fold>", _layout(op.attributes[edit.SHAPE] if edit.SHAPE in op.attributes else None),
-        tuple(_layout(p.attributes[edit.SHAPE] if edit.SHAPE in p.attributes else None) for p in producers),
+        "<constant-fold>", edit.layout_of(op), tuple(edit.layout_of(p) for p in producers),
     )
     args = [constant_value(p.attributes["value"], edit.type_of(p.results[0])) for p in producers]
     with np.errstate(all="ignore"):  # inf/nan results are folded like any other value

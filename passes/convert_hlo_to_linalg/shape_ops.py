@@ -20,6 +20,7 @@ from mlir import ir
 from mlir.dialects import arith, tensor
 from mlir.dialects import complex as complex_dialect
 
+from hlo_mlir.dialects import edit
 from hlo_mlir.passes.convert_hlo_to_linalg.bitcast_convert import from_bits, join_bits, split_bits, to_bits
 from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, element_mlir_type, rule
 from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import analysis_maps, convert_scalar, require_elements, wrap
@@ -177,28 +178,10 @@ def _permute(rw: Rewriter, x: ir.Value, perm: list[int]) -> ir.Value:
                       lambda a, _o: [a])[0]
 
 
-_LAYOUT = re.compile(r"[a-z0-9]+\[[^\]]*\]\{([0-9,]*)(?::[^}]*)?\}")
-
-
-def _major_to_minor(shape: ir.Attribute | None, rank: int) -> list[int]:
-    """Dims from major to minor under the layout of shape text like `f32[6,4]{0,1}` (default: row-major)."""
-    m = _LAYOUT.fullmatch(ir.StringAttr(shape).value) if shape is not None else None
-    if not m or not m.group(1):
-        return list(range(rank))
-    return list(reversed([int(d) for d in m.group(1).split(",")]))
-
-
-def _shape_attr(v: ir.Value) -> ir.Attribute | None:
-    """The `hlo.shape` text (with layout) of an instruction result or a parameter, if written."""
-    owner = v.owner
-    if isinstance(owner, ir.Block):
-        fn = owner.owner
-        if "arg_attrs" not in fn.attributes:
-            return None
-        d = ir.DictAttr(ir.ArrayAttr(fn.attributes["arg_attrs"])[ir.BlockArgument(v).arg_number])
-        return d["hlo.shape"] if "hlo.shape" in d else None
-    op = owner.operation
-    return op.attributes["hlo.shape"] if "hlo.shape" in op.attributes else None
+def _major_to_minor(value: ir.Value | ir.Operation, rank: int) -> list[int]:
+    """Dims from major to minor under the layout written for `value` (default: row-major)."""
+    layout = edit.layout_of(value)
+    return list(range(rank)) if layout is None else list(reversed(layout))
 
 
 @rule("bitcast", wraps_sub_byte=True)
@@ -215,9 +198,8 @@ def bitcast(rw: Rewriter) -> list[ir.Value]:
         raise rw.unsupported(f"element types {src.hlo} -> {dst.hlo} (pred and sub-byte integers fill a byte "
                              "each but hold fewer bits)")
     out_shape = rw.result_shape()
-    in_order = _major_to_minor(_shape_attr(rw.op.operands[0]), len(_dims(x)))
-    out_order = _major_to_minor(rw.op.attributes["hlo.shape"] if "hlo.shape" in rw.op.attributes else None,
-                                len(out_shape))
+    in_order = _major_to_minor(rw.op.operands[0], len(_dims(x)))
+    out_order = _major_to_minor(rw.op, len(out_shape))
     physical_shape = [out_shape[d] for d in out_order]
     physical = _permute(rw, x, in_order)
     if src.bits != dst.bits:

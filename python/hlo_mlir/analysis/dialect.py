@@ -8,7 +8,6 @@ deep producer chains of large modules need no recursion.
 from __future__ import annotations
 
 import difflib
-import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -22,7 +21,6 @@ from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.frontend.literals import attr_to_array
 from hlo_mlir.types import ArrayType, TupleType
 
-_SHAPE = re.compile(r"\s*\w+\[([^\]]*)\]\s*(?:\{([^}]*)\})?")
 # Constants larger than this are not turned into NumPy: only small index constants get folded.
 _MAX_CONSTANT_ELEMENTS = 1024
 
@@ -88,23 +86,13 @@ def _cache(source: ir.Operation | ir.BlockArgument) -> dict[object, Instr]:
     return cache
 
 
-def _shape_details(shape_text: str | None, t: object) -> tuple[object, tuple[int, ...] | None]:
-    """Bounded dims and the layout from an `hlo.shape` text like `f32[<=10,20]{0,1}`."""
-    if not shape_text or not isinstance(t, ArrayType):
+def _shape_details(source: ir.Operation | ir.Value, t: object) -> tuple[object, tuple[int, ...] | None]:
+    """`t` with the `<=` bounds the text wrote, and the layout (dialects.edit.written_shape)."""
+    written, layout = edit.written_shape(source)
+    if not isinstance(t, ArrayType) or not isinstance(written, ArrayType):
         return t, None
-    m = _SHAPE.match(shape_text)
-    if not m:
-        return t, None
-    dims = [d.strip() for d in m.group(1).split(",") if d.strip()]
-    if len(dims) == t.rank and any(d.startswith("<=") for d in dims):
-        t = ArrayType(t.element, t.dims, tuple(d.startswith("<=") for d in dims))
-    layout = None
-    if m.group(2) is not None:
-        # A layout may carry tiling after ':' (`{1,0:T(8,128)}`); only minor-to-major matters here.
-        minor = m.group(2).split(":")[0]
-        layout = tuple(int(x) for x in minor.split(",") if x.strip())
-        if len(layout) != t.rank:
-            layout = None
+    if written.bounded and len(written.bounded) == t.rank:
+        t = ArrayType(t.element, t.dims, written.bounded)
     return t, layout
 
 
@@ -133,7 +121,7 @@ def instruction(op: ir.Operation | ir.OpView) -> Instr:
     if hit is not None:
         return hit
     t = _result_type(op)
-    t, layout = _shape_details(_str_attr(op.attributes, "hlo.shape"), t)
+    t, layout = _shape_details(op, t)
     attrs = decode_all(op.attributes)
     opcode = opcode_of(op)
     if opcode == "constant":
@@ -166,8 +154,7 @@ def parameter(arg: ir.BlockArgument) -> Instr:
     arg_attrs = func.attributes["arg_attrs"] if "arg_attrs" in func.attributes else None
     details = ir.DictAttr(arg_attrs[arg.arg_number]) if arg_attrs is not None else None
     name = _str_attr(details, "hlo.name") if details is not None else None
-    shape = _str_attr(details, "hlo.shape") if details is not None else None
-    t, layout = _shape_details(shape, from_mlir_type(arg.type))
+    t, layout = _shape_details(arg, from_mlir_type(arg.type))
     instr = Instr("parameter", name or f"param_{arg.arg_number}", t, layout,
                   {"parameter_number": arg.arg_number}, arg)
     cache[key] = instr

@@ -8,7 +8,6 @@ program on whole arrays in place of scalars, which keeps reduce/scatter/sort/map
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Callable, Sequence
@@ -17,7 +16,7 @@ import numpy as np
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects import ASYNC_WRAPPED, BY_OP_NAME, NAME, SHAPE, edit, from_mlir_type, source_location, traits
+from hlo_mlir.dialects import ASYNC_WRAPPED, BY_OP_NAME, NAME, edit, from_mlir_type, source_location, traits
 from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.dialects.traits import ELEMENTWISE
 from hlo_mlir.interpreter import contraction, denormals, dynamic_sizes
@@ -66,16 +65,6 @@ class OpInfo:
         return view
 
 
-def _layout(shape: ir.Attribute | None) -> tuple[int, ...] | None:
-    """Minor-to-major dims of an array shape text like `f32[6,4]{0,1}`."""
-    if shape is None:
-        return None
-    m = re.fullmatch(r"[a-z0-9]+\[[^\]]*\]\{([0-9,]*)(?::[^}]*)?\}", ir.StringAttr(shape).value)
-    if not m or not m.group(1):
-        return None
-    return tuple(int(x) for x in m.group(1).split(","))
-
-
 def _location(op: ir.Operation) -> str:
     found = source_location(op.location)
     return f"{found[0]}:{found[1]}:{found[2]}" if found else "<unknown>"
@@ -114,12 +103,8 @@ def compile_function(fn: ir.Operation) -> Program:
     name = ir.StringAttr(fn.attributes["sym_name"]).value
     block = fn.regions[0].blocks[0]
     slots: dict[ir.Value, int] = {arg: i for i, arg in enumerate(block.arguments)}
-    arg_attrs = list(ir.ArrayAttr(fn.attributes["arg_attrs"])) if "arg_attrs" in fn.attributes else []
     names = parameter_names(fn)
-    layouts: dict[ir.Value, tuple[int, ...] | None] = {}
-    for i, arg in enumerate(block.arguments):
-        d = ir.DictAttr(arg_attrs[i]) if i < len(arg_attrs) else None
-        layouts[arg] = _layout(d[SHAPE] if d is not None and SHAPE in d else None)
+    layouts: dict[ir.Value, tuple[int, ...] | None] = {arg: edit.layout_of(arg) for arg in block.arguments}
     steps: list[Step] = []
     result = -1
     for op in block.operations:
@@ -137,7 +122,7 @@ def compile_function(fn: ir.Operation) -> Program:
             from_mlir_type(op.results[0].type),
             tuple(from_mlir_type(v.type) for v in op.operands),
             _location(op),
-            _layout(op.attributes[SHAPE] if SHAPE in op.attributes else None),
+            edit.layout_of(op),
             tuple(layouts.get(v) for v in op.operands),
         )
         layouts[op.results[0]] = info.result_layout
