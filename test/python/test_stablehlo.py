@@ -134,9 +134,10 @@ def test_stablehlo_reaching_the_hlo_parser_gets_a_hint() -> None:
 
 # The corpus programs our own reader covers (no region ops, CHLO, custom calls, shardings): it must keep
 # covering them. The others go through XLA's translation.
-OWN_READER = ["adam_update", "associative_scan", "attention", "bitcast_convert", "convert_types",
+OWN_READER = ["adam_update", "associative_scan", "attention", "bitcast_convert", "cond_switch", "convert_types",
               "dot_general_variants", "dynamic_slice", "einsum", "fori_loop", "integer_ops", "layernorm",
-              "mixed_precision_dot", "mlp_forward", "mlp_train_step", "no_args", "scan_reverse_unroll", "scan_rnn",
+              "mixed_precision_dot", "mlp_forward", "mlp_train_step", "nested_control_flow", "no_args",
+              "scan_reverse_unroll", "scan_rnn",
               "select_clamp", "shape_ops", "softmax", "transformer_block", "tuple_outputs", "while_loop", "zero_size"]
 
 

@@ -4,9 +4,10 @@ then parses (it holds the op knowledge: shapes, attributes, verification).
 
 It covers the ops JAX prints without regions (elementwise, compare, select, convert, broadcast_in_dim,
 reshape, transpose, dot_general, iota, constant, slice, pad, concatenate, reverse, clamp, dynamic slices,
-reduce in its `applies` form, calls) and `while`, and raises `Unsupported` for anything else — case,
-sort, gather, scatter, convolution, reduce_window, custom_call, CHLO ops, location info — so the caller
-can use XLA's translation instead (stablehlo.py) or say what is missing.
+reduce in its `applies` form, calls), `while` and `case` (a branch's reads from outside become the
+branch's tuple operand), and raises `Unsupported` for anything else — sort, gather, scatter, convolution,
+reduce_window, custom_call, CHLO ops, location info — so the caller can use XLA's translation instead
+(stablehlo.py) or say what is missing.
 """
 
 from __future__ import annotations
@@ -152,6 +153,7 @@ class _Writer:
     def __init__(self) -> None:
         self.computations: list[Lines] = []
         self.reducers: dict[tuple[str, str], str] = {}
+        self.shapes: dict[str, str] = {}  # value name -> HLO shape, of the lines written so far
 
     def reducer(self, opcode: str, element_shape: str) -> str:
         key = (opcode, element_shape)
@@ -251,6 +253,8 @@ def _instruction(op: _Op, w: _Writer, functions: dict[str, list[str]]) -> list[s
         return lines
     if kind == "while" and len(op.regions) == 2:
         return _while(op, w, functions)
+    if kind == "case" and op.regions:
+        return _case(op, w, functions)
     raise Unsupported(f"op '{op.name}'", op.line, op.col)
 
 
@@ -271,6 +275,7 @@ def _while(op: _Op, w: _Writer, functions: dict[str, list[str]]) -> list[str]:
         defined = {}
         for i, ((it, _), shape) in enumerate(zip(pairs, shapes)):
             defined[_name(it)] = len(lines)
+            w.shapes[_name(it)] = shape
             lines.append((f"{_name(it)} = {shape} get-tuple-element({comp}.p), index={i}", (op.line, op.col)))
         _block(region, lines, defined, w, functions, comp, tuple_result=part == "body")
         w.computations.append([(f"{comp} {{", None), *[("  " + t, pos) for t, pos in lines], ("}", None)])
@@ -281,6 +286,80 @@ def _while(op: _Op, w: _Writer, functions: dict[str, list[str]]) -> list[str]:
     if op.count == 1:
         return [*out, f"{res} = {shapes[0]} get-tuple-element({res}.loop), index=0"]
     return [*out, *[f"{res}.{i} = {s} get-tuple-element({res}.loop), index={i}" for i, s in enumerate(shapes)]]
+
+
+def _line_shape(line: str) -> str:
+    """The shape of an HLO line `name = shape opcode(...)` (tuple shapes in parentheses)."""
+    rest = line.split(" = ", 1)[1]
+    if rest.startswith("("):
+        depth = 0
+        for i, ch in enumerate(rest):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0:
+                return rest[: i + 1]
+    return rest.split(" ", 1)[0]
+
+
+def _free_values(op_trees: list[lark.Tree]) -> list[str]:
+    """Values a region reads from outside it (StableHLO regions may; HLO computations may not), in order."""
+    defined: set[str] = set()
+    free: list[str] = []
+    for tree in op_trees:
+        op = _collect_op(tree)
+        reads = _operands(op.items)
+        local: set[str] = set()
+        if op.name == "stablehlo.while":
+            pairs = re.findall(r"(%[\w.$#-]+) = (%[\w.$#-]+)", _tokens_text(op.items))
+            reads = [_name(init) for _, init in pairs]
+            local = {_name(it) for it, _ in pairs}
+        for region in op.regions:
+            reads += [v for v in _free_values(region) if v not in local]
+        free += [v for v in dict.fromkeys(reads) if v not in defined and v not in free]
+        defined.update(op.defs)
+        if op.defs and op.count > 1:
+            defined.update(f"{op.defs[0]}.{i}" for i in range(op.count))
+    return free
+
+
+def _case(op: _Op, w: _Writer, functions: dict[str, list[str]]) -> list[str]:
+    """`"stablehlo.case"(%i) ({...}, ...)`: a conditional whose branch k takes the tuple of the values
+    branch k reads from outside."""
+    res = op.defs[0]
+    index = _operands(op.items)[0]
+    shapes = [hlo_shape(t) for t in op.types_out]
+    result_shape = shapes[0] if op.count == 1 else f"({', '.join(shapes)})"
+    out: list[str] = []
+    branches, operands = [], []
+    for k, region in enumerate(op.regions):
+        free = _free_values(region)
+        comp = f"{res}.branch{k}"
+        types = [_value_shape(v, w) for v in free]
+        arg_shape = f"({', '.join(types)})"
+        lines: Lines = [(f"{comp}.p = {arg_shape} parameter(0)", (op.line, op.col))]
+        defined: dict[str, int] = {}
+        for i, (v, t) in enumerate(zip(free, types)):
+            defined[v] = len(lines)
+            lines.append((f"{v} = {t} get-tuple-element({comp}.p), index={i}", (op.line, op.col)))
+        _block(region, lines, defined, w, functions, comp, tuple_result=op.count > 1)
+        w.computations.append([(f"{comp} {{", None), *[("  " + t, pos) for t, pos in lines], ("}", None)])
+        out.append(f"{comp}.args = {arg_shape} tuple({', '.join(free)})")
+        branches.append(comp)
+        operands.append(f"{comp}.args")
+    name = res if op.count == 1 else f"{res}.cond"
+    out.append(f"{name} = {result_shape} conditional({index}, {', '.join(operands)}), "
+               f"branch_computations={{{', '.join(branches)}}}")
+    if op.count > 1:
+        out += [f"{res}.{i} = {s} get-tuple-element({name}), index={i}" for i, s in enumerate(shapes)]
+    return out
+
+
+def _value_shape(value: str, w: _Writer) -> str:
+    """The HLO shape of a value defined earlier in the computation being written."""
+    shape = w.shapes.get(value)
+    if shape is None:
+        raise Unsupported(f"a region reading {value}, whose type is not known here")
+    return shape
 
 
 def _block(op_trees: list[lark.Tree], lines: Lines, defined: dict[str, int], w: _Writer,
@@ -307,6 +386,7 @@ def _block(op_trees: list[lark.Tree], lines: Lines, defined: dict[str, int], w: 
             raise Unsupported(f"a value from outside the region ({missing[0]})", op.line, op.col)
         for line in _instruction(op, w, functions):
             defined[line.split(" = ")[0]] = len(lines)
+            w.shapes[line.split(" = ")[0]] = _line_shape(line)
             lines.append((line, (op.line, op.col)))
 
 
@@ -324,8 +404,10 @@ def _collect_op(tree: lark.Tree) -> _Op:
             count = int(str(child.children[-1])) if len(child.children) == 3 else 1
         elif isinstance(child, lark.Tree) and child.data == "block":
             regions.append([c for c in child.children if isinstance(c, lark.Tree) and c.data == "op"])
-        elif isinstance(child, lark.Token) and child.type == "NAME" and not name:
-            name = str(child)
+        elif isinstance(child, lark.Token) and child.type in ("NAME", "STRING") and not name:
+            name = str(child).strip('"')
+        elif isinstance(child, lark.Token) and child.type == "VALUE":  # a generic op's operands
+            items.append(child)
         elif isinstance(child, lark.Tree) and child.data == "item":
             items.extend(c for c in child.children if isinstance(c, lark.Token))
         elif isinstance(child, lark.Tree) and child.data == "signature":
@@ -370,6 +452,7 @@ def stablehlo_to_hlo_text(text: str, filename: str) -> tuple[str, dict[int, tupl
             pname = _name(str(arg.children[0]))
             arg_type = next(str(t) for t in arg.children if isinstance(t, lark.Token) and t.type == "TYPE")
             defined[pname] = len(lines)
+            w.shapes[pname] = hlo_shape(arg_type)
             lines.append((f"{pname} = {hlo_shape(arg_type)} parameter({i})", (arg.meta.line, arg.meta.column)))
         _block([c for c in f.children if isinstance(c, lark.Tree) and c.data == "op"], lines, defined, w,
                functions, sym)
