@@ -4,7 +4,7 @@ then parses (it holds the op knowledge: shapes, attributes, verification).
 
 It covers the ops JAX prints without regions (elementwise, compare, select, convert, broadcast_in_dim,
 reshape, transpose, dot_general, iota, constant, slice, pad, concatenate, reverse, clamp, dynamic slices,
-reduce in its `applies` form, calls), `while` and `case` (a branch's reads from outside become the
+reduce in both forms, calls), `while` and `case` (a branch's reads from outside become the
 branch's tuple operand), and raises `Unsupported` for anything else — sort, gather, scatter, convolution,
 reduce_window, custom_call, CHLO ops, location info — so the caller can use XLA's translation instead
 (stablehlo.py) or say what is missing.
@@ -87,7 +87,8 @@ def _name(value: str) -> str:
 class _Op:
     defs: list[str]  # result names (several for `%r:2 = ...`)
     count: int  # results: N of `%r:N = ...`, else 1
-    regions: list[list[lark.Tree]]  # while: the ops of cond and of do
+    regions: list[list[lark.Tree]]  # while: the ops of cond and of do; reduce: of the reducer
+    block_args: list[tuple[str, str]]  # reduce: the reducer's (name, type) pairs, per operand
     name: str
     items: list[lark.Token]
     types_in: list[str]
@@ -232,6 +233,8 @@ def _instruction(op: _Op, w: _Writer, functions: dict[str, list[str]]) -> list[s
         return [f"{res} = {out[-1]} dynamic-slice({ops}), dynamic_slice_sizes={{{sizes}}}"]
     if kind == "dynamic_update_slice":
         return [f"{res} = {out[-1]} dynamic-update-slice({ops})"]
+    if kind == "reduce" and op.regions:
+        return _reduce(op, w, functions)
     if kind == "reduce":
         text = _tokens_text(op.items)
         m = re.search(r"applies stablehlo\.(\w+) across dimensions = \[([^\]]*)\]", text)
@@ -256,6 +259,36 @@ def _instruction(op: _Op, w: _Writer, functions: dict[str, list[str]]) -> list[s
     if kind == "case" and op.regions:
         return _case(op, w, functions)
     raise Unsupported(f"op '{op.name}'", op.line, op.col)
+
+
+def _reduce(op: _Op, w: _Writer, functions: dict[str, list[str]]) -> list[str]:
+    """`stablehlo.reduce(%x init: %c), ... across dimensions = [..] ... reducer(%a: T, %b: T) ... { }`: the
+    reducer block's arguments, listed in (accumulator, element) pairs per operand, are HLO's parameters
+    (accumulators first, then elements)."""
+    values = _operands(op.items)
+    n = len(values) // 2
+    if n == 0 or len(op.block_args) != 2 * n or op.count != n:
+        raise Unsupported("this form of reduce", op.line, op.col)
+    res = op.defs[0]
+    comp = f"{res}.reducer"
+    lines: Lines = []
+    defined: dict[str, int] = {}
+    order = [op.block_args[2 * i] for i in range(n)] + [op.block_args[2 * i + 1] for i in range(n)]
+    for i, (arg, mlir_type) in enumerate(order):
+        defined[arg] = len(lines)
+        w.shapes[arg] = hlo_shape(mlir_type)
+        lines.append((f"{arg} = {hlo_shape(mlir_type)} parameter({i})", (op.line, op.col)))
+    _block(op.regions[0], lines, defined, w, functions, comp, tuple_result=n > 1)
+    w.computations.append([(f"{comp} {{", None), *[("  " + t, pos) for t, pos in lines], ("}", None)])
+    inputs, inits = values[0::2], values[1::2]
+    dims = ",".join(map(str, _ints(_after(op.items, "dimensions"))))
+    shapes = [hlo_shape(t) for t in op.types_out]
+    result_shape = shapes[0] if n == 1 else f"({', '.join(shapes)})"
+    name = res if n == 1 else f"{res}.reduce"
+    out = [f"{name} = {result_shape} reduce({', '.join(inputs + inits)}), dimensions={{{dims}}}, to_apply={comp}"]
+    if n > 1:
+        out += [f"{res}.{i} = {s} get-tuple-element({name}), index={i}" for i, s in enumerate(shapes)]
+    return out
 
 
 def _while(op: _Op, w: _Writer, functions: dict[str, list[str]]) -> list[str]:
@@ -394,6 +427,7 @@ def _collect_op(tree: lark.Tree) -> _Op:
     defs: list[str] = []
     count = 1
     regions: list[list[lark.Tree]] = []
+    block_args: list[tuple[str, str]] = []
     name = ""
     items: list[lark.Token] = []
     types_in: list[str] = []
@@ -402,6 +436,9 @@ def _collect_op(tree: lark.Tree) -> _Op:
         if isinstance(child, lark.Tree) and child.data == "defs":
             defs = [_name(str(child.children[0]))]
             count = int(str(child.children[-1])) if len(child.children) == 3 else 1
+        elif isinstance(child, lark.Tree) and child.data == "reducer_args":
+            toks = [t for t in child.children if isinstance(t, lark.Token) and t.type in ("VALUE", "TYPE")]
+            block_args += [(_name(str(toks[0])), str(toks[1])), (_name(str(toks[2])), str(toks[3]))]
         elif isinstance(child, lark.Tree) and child.data == "block":
             regions.append([c for c in child.children if isinstance(c, lark.Tree) and c.data == "op"])
         elif isinstance(child, lark.Token) and child.type in ("NAME", "STRING") and not name:
@@ -414,7 +451,8 @@ def _collect_op(tree: lark.Tree) -> _Op:
             groups = [[str(t) for t in g.children if t.type == "TYPE"] for g in child.children
                       if isinstance(g, lark.Tree)]
             types_in, types_out = (groups[0], groups[-1]) if len(groups) == 2 else (groups[0], groups[0])
-    return _Op(defs, count, regions, name, items, types_in, types_out, tree.meta.line, tree.meta.column)
+    return _Op(defs, count, regions, block_args, name, items, types_in, types_out, tree.meta.line,
+               tree.meta.column)
 
 
 def stablehlo_to_hlo_text(text: str, filename: str) -> tuple[str, dict[int, tuple[int, int]]]:
