@@ -109,3 +109,26 @@ def test_unverified_findings(text: str, message: str, tmp_path: Path) -> None:
                                                  "interpreter"], 60)
     assert rc == 1 and frontend_fuzz.problem(rc, err) is None, err
     assert message in err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("HloModule m\nENTRY e {\n  p = c64[2] parameter(0)\n  ROOT c = c64[2] clamp(p, p, p)\n}\n",
+     "clamp 'c': not defined on c64 (complex numbers have no order)"),
+    ("HloModule m\nENTRY e {\n  p = f32[16] parameter(0)\n  ROOT b = f32[1,16,3] bitcast(p)\n}\n",
+     "bitcast 'b': result f32[1,16,3] has 192 bytes, the operand 64: a bitcast keeps the bytes"),
+    (("HloModule m\nENTRY e {\n  a = f32[3,3] parameter(0)\n  b = f32[3,2] parameter(1)\n"
+     "  ROOT x = f32[3,2]{0,,1} custom-call(a, b), custom_call_target=\"lapack_strsm_ffi\", "
+     "backend_config={side = 76 : ui8, uplo = 76 : ui8, trans_x = 78 : ui8, diag = 78 : ui8}, "
+     "api_version=API_VERSION_TYPED_FFI\n}\n"),
+     "is not a list of dimension numbers"),
+])
+def test_more_unverified_findings(text: str, message: str, tmp_path: Path) -> None:
+    """Grammar and corpus mutations the interpreter met unverified: a diagnostic naming the rule."""
+    from hlo_mlir.tools import hlo_run
+
+    path = tmp_path / "in.hlo"
+    path.write_text(text)
+    rc, err = frontend_fuzz._call(hlo_run.main, [str(path), "--no-verify", "--random-inputs", "--backend",
+                                                 "interpreter"], 60)
+    assert rc == 1 and frontend_fuzz.problem(rc, err) is None, err
+    assert message in err

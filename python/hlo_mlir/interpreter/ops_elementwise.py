@@ -331,6 +331,8 @@ def clamp(op: OpView, args: list, ctx: Context) -> Value:
     """`min(max(x, lo), hi)` with XLA's NaN-propagating max/min; lo/hi may be scalars."""
     lo, x, hi = (np.asarray(v) for v in args)
     et = nm.element(op.operand_types[1])
+    if et.is_complex:  # unordered: StableHLO's clamp takes integers and real floats only
+        raise InterpreterError(op, f"not defined on {et.hlo} (complex numbers have no order)")
     with np.errstate(all="ignore"):
         if et.is_float:
             lo, x, hi = nm.float_work(lo), nm.float_work(x), nm.float_work(hi)

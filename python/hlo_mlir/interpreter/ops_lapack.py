@@ -89,19 +89,21 @@ def _char(op: OpView, config: dict[str, Any], name: str, default: str | None = N
 _SHAPE = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\](?:\{([^}]*)\})?")
 
 
-def _layouts(text: str | None) -> list[tuple[int, ...] | None]:
+def _layouts(op: OpView, text: str | None) -> list[tuple[int, ...] | None]:
     """Minor-to-major layouts of the array leaves of a shape text, in order (None: default)."""
     if not text:
         return []
     out: list[tuple[int, ...] | None] = []
     for m in _SHAPE.finditer(text):
         body = (m.group(1) or "").split(":")[0].strip()
+        if body and not re.fullmatch(r"\d+(\s*,\s*\d+)*", body):
+            raise InterpreterError(op, f"layout {{{body}}} of {m.group(0)} is not a list of dimension numbers")
         out.append(tuple(int(x) for x in body.split(",")) if body else None)
     return out
 
 
 def operand_layouts(op: OpView, n: int) -> list[tuple[int, ...] | None]:
-    found = _layouts(op.attrs.get("operand_layout_constraints"))
+    found = _layouts(op, op.attrs.get("operand_layout_constraints"))
     return (found + [None] * n)[:n]
 
 
@@ -117,7 +119,7 @@ def result_layouts(op: OpView, n: int) -> list[tuple[int, ...] | None]:
 
         if SHAPE in mlir_op.attributes:
             text = ir.StringAttr(mlir_op.attributes[SHAPE]).value
-    found = _layouts(text)
+    found = _layouts(op, text)
     return (found + [None] * n)[:n]
 
 

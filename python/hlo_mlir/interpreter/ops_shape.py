@@ -9,6 +9,8 @@ beside the arrays by `dynamic_sizes` (these kernels see the static extents only)
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from hlo_mlir.interpreter import numeric as nm
@@ -50,6 +52,9 @@ def bitcast(op: OpView, args: list, ctx: Context) -> Value:
     Without layouts (the default {n-1,...,0}) this is a reshape."""
     x = np.asarray(args[0])
     t = op.result_type
+    want = math.prod(t.dims) * t.dtype.itemsize
+    if want != x.nbytes:  # unverified modules reach here (the verifier's rule reports it otherwise)
+        raise InterpreterError(op, f"result {t} has {want} bytes, the operand {x.nbytes}: a bitcast keeps the bytes")
     in_layouts = getattr(op, "operand_layouts", ()) or (None,)
     flat = np.transpose(x, _major_to_minor(in_layouts[0], x.ndim)).reshape(-1)
     if flat.dtype != t.dtype:
