@@ -114,6 +114,8 @@ def test_unverified_findings(text: str, message: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("text, message", [
     ("HloModule m\nENTRY e {\n  p = c64[2] parameter(0)\n  ROOT c = c64[2] clamp(p, p, p)\n}\n",
      "clamp 'c': not defined on c64 (complex numbers have no order)"),
+    (("HloModule m\nENTRY e {\n  p = f32[8] parameter(0)\n  ROOT b = f32[8,9223372036854775807] broadcast(p), "
+     "dimensions={0}\n}\n"), "broadcast 'b': out of memory: the result f32[8,9223372036854775807] needs "),
     ("HloModule m\nENTRY e {\n  p = f32[16] parameter(0)\n  ROOT b = f32[1,16,3] bitcast(p)\n}\n",
      "bitcast 'b': result f32[1,16,3] has 192 bytes, the operand 64: a bitcast keeps the bytes"),
     (("HloModule m\nENTRY e {\n  a = f32[3,3] parameter(0)\n  b = f32[3,2] parameter(1)\n"

@@ -8,6 +8,7 @@ program on whole arrays in place of scalars, which keeps reduce/scatter/sort/map
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Callable, Sequence
@@ -245,7 +246,7 @@ class Interpreter:
             except MemoryError as e:
                 raise InterpreterError(step.info, f"out of memory: {e}") from None
             except Exception as e:  # a kernel bug or unsupported case: report it at the instruction
-                rule = self._broken_rule(step.info)
+                rule = self._broken_rule(step.info) or _too_large(step.info.result_type)
                 raise InterpreterError(step.info, rule or f"{type(e).__name__}: {e}") from e
         return values[program.result]
 
@@ -275,6 +276,14 @@ class Interpreter:
     def run(self, args: Sequence[Any]) -> Value:
         program = self.programs[self.entry]
         return self._execute(program.steps, program, check_arguments(program, args))
+
+
+def _too_large(t: HloType) -> str | None:
+    """Why NumPy cannot hold a result of type `t` ("iterator is too large", "array is too big"), if so."""
+    if not isinstance(t, ArrayType):
+        return None
+    n = math.prod(t.dims) * t.dtype.itemsize
+    return f"out of memory: the result {t} needs {n} bytes" if n >= 2**62 else None
 
 
 def _rule(op: ir.Operation, sigs: Any) -> str | None:
