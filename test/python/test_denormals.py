@@ -76,6 +76,11 @@ CASES = {
                        "  ROOT s = f32[] add(a, b)\n}\nENTRY e {\n  p = f32[6] parameter(0)\n"
                        "  z = f32[] constant(0)\n  ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply=add\n}\n"),
                        [np.float32([1e-40, 1e-40, 0, 0, 0, 0])]),
+    "scatter-f32": (("HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                     "  ROOT s = f32[] add(a, b)\n}\nENTRY e {\n  p = f32[6] parameter(0)\n  i = s32[1,1] parameter(1)\n"
+                     "  u = f32[1] parameter(2)\n  ROOT r = f32[6] scatter(p, i, u), update_window_dims={}, "
+                     "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add\n}\n"),
+                    [S32, np.int32([[4]]), np.float32([2])]),  # untouched subnormals are copied, not flushed
     "dot-f32": (("HloModule m\nENTRY e {\n  p = f32[2,6] parameter(0)\n  q = f32[6,2] parameter(1)\n"
                 "  ROOT r = f32[2,2] dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n"),
                 [np.full((2, 6), 1e-20, np.float32), np.full((6, 2), 1e-21, np.float32)]),

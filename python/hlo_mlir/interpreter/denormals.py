@@ -32,6 +32,7 @@ KEEPS = frozenset({
     "all-gather", "all-to-all", "collective-permute", "collective-broadcast", "get-dimension-size",
     "set-dimension-size", "sort", "partition-id", "replica-id", "rng-get-and-update-state",
     "sine", "tan", "exponential-minus-one",
+    "scatter",  # XLA copies the operand; only the combined elements see arithmetic (not flushed here)
 })  # fmt: skip
 # Keeps for these element types only.
 _KEEPS_FOR = {"tanh": {"f32"}, "reduce-precision": {"f32"}}
