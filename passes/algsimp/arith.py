@@ -472,7 +472,7 @@ def compare_min_max(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     """max(a, b) > a -> b > a and a > min(a, b) -> a > b (any operand order): both are false when
     either value is NaN, since max/min propagate NaN."""
     x, y = op.operands
-    if str(attrs(op)["direction"]) != "GT":
+    if str(attrs(op)["direction"]) != "GT" or _total_order(op):  # a total order ranks NaN above everything
         return None
     out = array(op.results[0])
     assert out is not None
@@ -486,6 +486,10 @@ def compare_min_max(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
         other = m.operands[1] if m.operands[0] == x else m.operands[0]
         return ctx.new(op, "compare", [x, other], out, {"direction": "GT"}, mlir_attrs=_compare_type(op))
     return None
+
+
+def _total_order(op: ir.Operation) -> bool:
+    return "TOTALORDER" in str(attrs(op).get("type", ""))
 
 
 def _compare_type(op: ir.Operation) -> dict:
@@ -513,6 +517,9 @@ def and_of_bounds(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     ca, cb = _bound(op.operands[0]), _bound(op.operands[1])
     if ca is None or cb is None or ca[0] != cb[0]:
         return None
+    kinds = {str(attrs(producer(v, "compare")).get("type", "")) for v in op.operands}  # type: ignore[arg-type]
+    if len(kinds) != 1:
+        return None  # one IEEE and one total-order compare disagree on NaN
     (_, da, sa), (_, db, sb) = ca, cb
     if da != db or da not in ("LT", "GT"):
         return None

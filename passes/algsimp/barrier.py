@@ -13,8 +13,8 @@ from .core import ERASED, Ctx, Erased, attrs, producer, rule
 @rule("opt-barrier")
 def barrier_unused_elements(ctx: Ctx, op: ir.Operation) -> Erased | None:
     """opt-barrier(tuple(a0..an)) read only by get-tuple-element at some indices -> a barrier over the tuple
-    of just those elements (the others still run before it: they stay where they are, only no longer
-    held by the barrier)."""
+    of just those elements (the others are no longer held by it; dce removes them when nothing else
+    reads them)."""
     tup = producer(op.operands[0], "tuple")
     users = [getattr(use.owner, "operation", use.owner) for use in op.results[0].uses]
     if tup is None or not users or any(opcode_of(u) != "get-tuple-element" for u in users):

@@ -69,8 +69,9 @@ def reduce_trivial(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
 @rule("reduce")
 def reduce_of_broadcast(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     """Of broadcast(x): an idempotent reducer (max/min/and/or) over exactly the added dims ->
-    reducer(init, x); any reducer over exactly x's dims -> broadcast of the reduce of x (each result
-    element reduces the same elements of x in the same order)."""
+    reducer(init, x); any reducer over exactly x's dims -> broadcast of the reduce of all of x (each
+    result element reduces the same elements of x; a reduce's order is unspecified, so a broadcast
+    that permutes x's dims changes nothing either)."""
     bcast = producer(op.operands[0], "broadcast")
     reducer = ctx.reducer(op)
     if len(op.operands) != 2 or bcast is None or reducer is None or not default_layout(op, bcast):
@@ -82,7 +83,7 @@ def reduce_of_broadcast(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     added = tuple(d for d in range(wide.rank) if d not in kept)
     if rdims == added and reducer in _IDEMPOTENT and kept == tuple(sorted(kept)):
         return _combine_init(ctx, op, reducer, bcast.operands[0])
-    if rdims == kept and kept == tuple(sorted(kept)) and src.rank and added:
+    if rdims == tuple(sorted(kept)) and kept and src.rank and added:
         whole = ctx.new(op, "reduce", [bcast.operands[0], op.operands[1]], ArrayType(out.element, ()),
                         {"dimensions": tuple(range(src.rank))}, mlir_attrs={"to_apply": op.attributes["to_apply"]})
         return ctx.new(op, "broadcast", [whole], out, {"dimensions": ()})

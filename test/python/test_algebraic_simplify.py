@@ -104,3 +104,16 @@ ENTRY e {
     module = check_pass_preserves(text, "algebraic-simplify,dce")
     hlo = module.to_hlo()
     assert "reduce-window" in hlo and " reduce(" not in hlo
+
+
+def test_total_order_compares_are_not_rewritten_as_ieee_ones() -> None:
+    """max(a, b) > a is b > a only under IEEE comparison: a total order ranks NaN above every number."""
+    text = """HloModule m
+ENTRY e {
+  a = f32[4] parameter(0)
+  b = f32[4] parameter(1)
+  m = f32[4] maximum(a, b)
+  ROOT c = pred[4] compare(m, a), direction=GT, type=TOTALORDER
+}"""
+    module = check_pass_preserves(text, "algebraic-simplify,dce")
+    assert "maximum" in module.to_hlo()
