@@ -1,9 +1,9 @@
 """The passes named after XLA's (zero-sized-hlo-elimination, conditional-simplifier, flatten-call-graph).
 
-On the JAX corpus: where a pass changes a module, the interpreter results on random inputs are unchanged,
-the output verifies and XLA's parser accepts it (JAX's own lowering already folds what these passes
-look for, so today they change no corpus module). On their lit modules, which they do change, the same
-checks hold."""
+On the JAX corpus: where a pass changes a module (flatten-call-graph 13 modules, zero-sized-hlo-elimination
+1, conditional-simplifier none: JAX's lowering leaves no constant selector), the interpreter results on
+random inputs are unchanged, the output verifies and XLA's parser accepts it. On their lit modules, which
+each pass changes, the same checks hold."""
 
 from __future__ import annotations
 
