@@ -111,6 +111,31 @@ def test_unverified_findings(text: str, message: str, tmp_path: Path) -> None:
     assert message in err
 
 
+def test_unverified_call_of_another_shape(tmp_path: Path) -> None:
+    """A call passing s32[4,0] to a computation declared for s32[4,16] (a corpus mutation): the kernel that
+    fails inside the callee names the call's broken rule."""
+    from hlo_mlir.tools import hlo_run
+
+    path = tmp_path / "in.hlo"
+    path.write_text("HloModule m\nf {\n  a = s32[4,16] parameter(0)\n  ROOT n = s32[4,16] negate(a)\n}\n"
+                    "ENTRY e {\n  p = s32[4,0] parameter(0)\n  ROOT c = s32[4,16] call(p), to_apply=f\n}\n")
+    rc, err = frontend_fuzz._call(hlo_run.main, [str(path), "--no-verify", "--random-inputs", "--backend",
+                                                 "interpreter"], 60)
+    assert rc == 1 and frontend_fuzz.problem(rc, err) is None, err
+    assert "the module is ill-formed: 'c' (" in err and "does not match parameter 0 s32[4,16]" in err
+
+
+@pytest.mark.xfail(strict=True, reason="frontend/literals.py: a scalar unsigned constant written -0 overflows "
+                   "(OverflowError traceback); found by the front-end fuzzer, not fixed (not this engineer's file)")
+def test_unsigned_minus_zero_constant(tmp_path: Path) -> None:
+    from hlo_mlir.tools import hlo_opt
+
+    path = tmp_path / "in.hlo"
+    path.write_text("HloModule m\nENTRY e {\n  ROOT c = u64[] constant(-0)\n}\n")
+    rc, err = frontend_fuzz._call(hlo_opt.main, [str(path)], 60)
+    assert frontend_fuzz.problem(rc, err) is None, err
+
+
 @pytest.mark.parametrize("text, message", [
     ("HloModule m\nENTRY e {\n  p = c64[2] parameter(0)\n  ROOT c = c64[2] clamp(p, p, p)\n}\n",
      "clamp 'c': not defined on c64 (complex numbers have no order)"),

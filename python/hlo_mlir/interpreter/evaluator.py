@@ -268,14 +268,23 @@ class Interpreter:
                 break
             rule = _rule(op, self._signatures)
             if rule is not None:
-                name = ir.StringAttr(op.attributes[NAME]).value if NAME in op.attributes else op.name
-                return f"it reads a value of another shape than declared: '{name}' ({_location(op)}) breaks a " \
-                       f"shape rule: {rule}"
+                return f"it reads a value of another shape than declared: {_named(op)} breaks a shape rule: {rule}"
+        for fn in self._module.body.operations:  # e.g. a call passing another shape than the callee declares
+            for op in fn.regions[0].blocks[0].operations if fn.regions else ():
+                rule = _rule(op.operation, self._signatures)
+                if rule is not None:
+                    return f"the module is ill-formed: {_named(op.operation)} breaks a shape rule: {rule}"
         return None
 
     def run(self, args: Sequence[Any]) -> Value:
         program = self.programs[self.entry]
         return self._execute(program.steps, program, check_arguments(program, args))
+
+
+def _named(op: ir.Operation) -> str:
+    """`'name' (file:line:col)` of an instruction, for messages about it."""
+    name = ir.StringAttr(op.attributes[NAME]).value if NAME in op.attributes else op.name
+    return f"'{name}' ({_location(op)})"
 
 
 def _too_large(t: HloType) -> str | None:
