@@ -7,6 +7,7 @@ attributes; `OPCODES` is read from it once.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from importlib import resources
@@ -103,21 +104,25 @@ def opcode_of(op: ir.Operation | ir.OpView) -> str:
     return info.opcode if info else ""
 
 
-def source_location(loc: ir.Location) -> tuple[str, int, int] | None:
-    """(file, line, col) an op was imported from, read through the bindings: a file location, or the
-    first one inside a name, call-site or fused location (passes fuse them); None for unknown."""
+def source_locations(loc: ir.Location) -> Iterator[tuple[str, int, int]]:
+    """Every (file, line, col) inside a location, read through the bindings, in printed order: a file
+    location, those inside a name location, a call site's callee then caller, each of a fused one."""
     if loc.is_a_file():
-        return loc.filename, loc.start_line, loc.start_col
-    if loc.is_a_name():
-        return source_location(loc.child_loc)
-    if loc.is_a_callsite():
-        return source_location(loc.callee)
-    if loc.is_a_fused():
+        yield loc.filename, loc.start_line, loc.start_col
+    elif loc.is_a_name():
+        yield from source_locations(loc.child_loc)
+    elif loc.is_a_callsite():
+        yield from source_locations(loc.callee)
+        yield from source_locations(loc.caller)
+    elif loc.is_a_fused():
         for inner in loc.locations:
-            found = source_location(inner)
-            if found is not None:
-                return found
-    return None
+            yield from source_locations(inner)
+
+
+def source_location(loc: ir.Location) -> tuple[str, int, int] | None:
+    """(file, line, col) an op was imported from: the first file location inside `loc` (a call site's
+    callee, the first of a fused location: passes fuse them); None for unknown."""
+    return next(source_locations(loc), None)
 
 
 def new_context() -> ir.Context:
@@ -189,5 +194,6 @@ __all__ = [
     "new_context",
     "opcode_of",
     "source_location",
+    "source_locations",
     "to_mlir_type",
 ]

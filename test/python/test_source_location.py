@@ -6,7 +6,7 @@ from __future__ import annotations
 from mlir import ir
 
 import hlo_mlir
-from hlo_mlir.dialects import edit, source_location
+from hlo_mlir.dialects import edit, source_location, source_locations
 
 
 def test_locations_of_every_kind() -> None:
@@ -25,3 +25,12 @@ def test_imported_ops_know_their_line() -> None:
     (op,) = edit.instructions(edit.entry(module.mlir))
     file, line, col = source_location(op.location)
     assert (line, col) == (4, 3)
+
+
+def test_every_location_inside_in_printed_order() -> None:
+    with ir.Context():
+        f = ir.Location.file("a.hlo", 3, 7)
+        g = ir.Location.file("c.hlo", 9, 1)
+        fused = ir.Location.fused([ir.Location.callsite(g, [f]), ir.Location.name("x", childLoc=f)])
+        assert list(source_locations(fused)) == [("c.hlo", 9, 1), ("a.hlo", 3, 7), ("a.hlo", 3, 7)]
+        assert list(source_locations(ir.Location.unknown())) == []
