@@ -18,10 +18,11 @@ in `hlo_mlir_prof_enter/exit(N)` (`runtime/support.c`), which `hlo-run --profile
 from __future__ import annotations
 
 import math
-import re
 
 from mlir import ir
 from mlir.dialects import arith, func
+
+from hlo_mlir.dialects import source_locations
 
 KERNEL_ATTR = "hlo.locations"
 SITE_ATTR = "hlo.kernel_site"  # on each kernel call: its number (the --profile counter it uses)
@@ -68,7 +69,7 @@ def _source_locations(root: ir.Operation) -> list[str]:
     names: list[str] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        for line, col in re.findall(r'":(\d+):(\d+)', str(op.location)):
+        for _, line, col in source_locations(op.location):
             n = f"{line}:{col}"
             if n not in names:
                 names.append(n)
