@@ -16,7 +16,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-import re
 import time
 import weakref
 from collections.abc import Sequence
@@ -266,13 +265,15 @@ def _kernel_instructions(module: Any, locations: dict[str, list[str]]) -> dict[s
     """Kernel call site -> names of the HLO instructions at its source locations."""
     from mlir import ir
 
+    from hlo_mlir.dialects import source_location
+
     at: dict[str, str] = {}
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         if "hlo.name" in op.attributes:
-            m = re.search(r'":(\d+):(\d+)', str(op.location))
-            if m:
-                at.setdefault(f"{m.group(1)}:{m.group(2)}", ir.StringAttr(op.attributes["hlo.name"]).value)
+            found = source_location(op.location)
+            if found:
+                at.setdefault(f"{found[1]}:{found[2]}", ir.StringAttr(op.attributes["hlo.name"]).value)
         return ir.WalkResult.ADVANCE
 
     module.mlir.operation.walk(visit)
@@ -284,7 +285,7 @@ def _compile(module: Any, text: str | None, key: str | None, profile: bool, thre
     calls no host function, whose Python callbacks live only in this process)."""
     from mlir import ir
 
-    from hlo_mlir.dialects import from_mlir_type
+    from hlo_mlir.dialects import edit, from_mlir_type
     from hlo_mlir.interpreter.evaluator import parameter_names
     from hlo_mlir.passes import lower_to_llvm
     from hlo_mlir.passes.convert_hlo_to_linalg import convert
@@ -293,13 +294,10 @@ def _compile(module: Any, text: str | None, key: str | None, profile: bool, thre
 
     lowered = convert(module, text)
     with module.context:
-        entry = None
-        for op in module.mlir.body.operations:
-            op = op.operation
-            if op.name == "func.func" and "sym_visibility" not in op.attributes:
-                entry = op
-        if entry is None:
-            raise HloError("jit: the module has no entry computation")
+        try:
+            entry = edit.entry(module.mlir)
+        except ValueError:
+            raise HloError("jit: the module has no entry computation") from None
         name = ir.StringAttr(entry.attributes["sym_name"]).value
         ftype = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
         hlo_params = [from_mlir_type(t) for t in ftype.inputs]
