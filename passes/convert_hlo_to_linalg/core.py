@@ -10,7 +10,7 @@ from mlir.dialects import arith, func, linalg, tensor
 from mlir.dialects import complex as cplx
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import from_mlir_type, opcode_of, source_location
+from hlo_mlir.dialects import edit, from_mlir_type, opcode_of, source_location
 from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.types import ArrayType, ElementType, HloType, TokenType, TupleType
 
@@ -194,7 +194,7 @@ class Converter:
                 self._convert_body(f)
             except HloError as e:
                 name = ir.StringAttr(f.operation.attributes["sym_name"]).value
-                if "sym_visibility" not in f.operation.attributes:
+                if edit.is_entry(f.operation):
                     raise
                 failed[name] = e
         for name, e in failed.items():
@@ -217,8 +217,7 @@ class Converter:
         except (TypeError, ValueError) as e:
             raise self.error(f, f"unsupported type in computation '{name}': {e}") from None
         new = func.FuncOp(name, (ins, outs), loc=f.location)
-        public = "sym_visibility" not in f.attributes or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"
-        if public:
+        if edit.is_entry(f):
             new.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
         else:
             new.attributes["sym_visibility"] = ir.StringAttr.get("private")
