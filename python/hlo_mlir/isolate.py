@@ -11,7 +11,6 @@ anything that consumes their results.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,13 +21,12 @@ from mlir.dialects import func
 
 from hlo_mlir import io
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects import NAME, from_mlir_type
+from hlo_mlir.dialects import NAME, edit, from_mlir_type, source_location
 from hlo_mlir.frontend.ir_gen import MODULE_NAME
 from hlo_mlir.module import Module
 from hlo_mlir.types import HloType, TokenType, TupleType
 
 BACKENDS = ("jit", "interpreter", "xla")
-_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)":(\d+):(\d+)')
 
 
 @dataclass(frozen=True)
@@ -92,11 +90,6 @@ def _has_token(t: HloType) -> bool:
     return isinstance(t, TokenType)
 
 
-def _entry(module: Module) -> ir.Operation:
-    funcs = [op.operation for op in module.mlir.body.operations]
-    return next((f for f in funcs if "sym_visibility" not in f.attributes), funcs[-1])
-
-
 def _name(value: ir.Value, param_names: list[str]) -> str:
     if isinstance(value.owner, ir.Block):
         return param_names[ir.BlockArgument(value).arg_number]
@@ -104,8 +97,8 @@ def _name(value: ir.Value, param_names: list[str]) -> str:
 
 
 def _location(op: ir.Operation) -> str:
-    m = _LOC.search(str(op.location))
-    return f"{m.group(1)}:{m.group(2)}:{m.group(3)}" if m else "<unknown>"
+    found = source_location(op.location)
+    return "{}:{}:{}".format(*found) if found else "<unknown>"
 
 
 def _extract(module: Module, entry: ir.Operation, op: ir.Operation, operands: list[ir.Value],
@@ -158,7 +151,7 @@ def isolate(module: Module, args: Sequence[Any], backends: tuple[str, str] = ("j
     from hlo_mlir.runtime.measure import compare
 
     first, second = backends
-    entry = _entry(module)
+    entry = edit.entry(module.mlir)
     param_names = parameter_names(entry)
     block = entry.regions[0].blocks[0]
     values: dict[ir.Value, list[Any]] = {}

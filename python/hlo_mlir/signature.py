@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from mlir import ir
 
-from hlo_mlir.dialects import SHAPE, from_mlir_type
+from hlo_mlir.dialects import SHAPE, edit, from_mlir_type
 from hlo_mlir.types import ArrayType, HloType
 
 
@@ -43,8 +43,7 @@ def entry_signature(module: Any) -> Signature:
     from hlo_mlir.interpreter.evaluator import parameter_names
 
     with module.context:
-        funcs = [op.operation for op in module.mlir.body.operations]
-        entry = next((f for f in funcs if "sym_visibility" not in f.attributes), funcs[-1])
+        entry = edit.entry(module.mlir)
         ftype = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
         arg_attrs = list(ir.ArrayAttr(entry.attributes["arg_attrs"])) if "arg_attrs" in entry.attributes else []
         params = []

@@ -11,11 +11,10 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
-from hlo_mlir.dialects import NAME, SHAPE, from_mlir_type, opcode_of
+from hlo_mlir.dialects import NAME, SHAPE, edit, from_mlir_type, opcode_of, source_location
 from hlo_mlir.frontend.ir_gen import MODULE_NAME
 from hlo_mlir.module import Module
 
-_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)":(\d+):(\d+)')
 _HEAD = re.compile(r"^(ENTRY )?%(\S+) \(")
 _LINE = re.compile(r"^  (?:ROOT )?%(\S+) = ")
 
@@ -93,8 +92,8 @@ def _attribute_text(attr: ir.Attribute) -> str:
 
 
 def _location(op: ir.Operation | ir.Value) -> str:
-    m = _LOC.search(str(op.location))
-    return f"{m.group(1)}:{m.group(2)}:{m.group(3)}" if m else ""
+    found = source_location(op.location)
+    return "{}:{}:{}".format(*found) if found else ""
 
 
 def build(module: Module) -> Graph:
@@ -113,9 +112,7 @@ def build(module: Module) -> Graph:
         calls: list[tuple[str, str, str]] = []
         for fi, f in enumerate(funcs):
             name = ir.StringAttr(f.attributes["sym_name"]).value
-            visibility = f.attributes["sym_visibility"] if "sym_visibility" in f.attributes else None
-            entry = visibility is None or ir.StringAttr(visibility).value == "public"
-            comp = Computation(name, entry, name in fused)
+            comp = Computation(name, edit.is_entry(f), name in fused)
             block = f.regions[0].blocks[0]
             for i, (arg, pname) in enumerate(zip(block.arguments, parameter_names(f))):
                 node = Node(f"n{fi}_p{i}", pname, "parameter", str(from_mlir_type(arg.type)), name,
