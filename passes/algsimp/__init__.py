@@ -14,6 +14,12 @@ some): x + (+0.0) for floats (-0 + +0 is +0), x * 0, x - x and compare(x, x) for
 exp(log x), x / c -> x * (1/c) for c not a power of two, reassociation of float sums, float
 select(a > b, a, b) -> max (NaN). Ops with a non-default layout in
 `hlo.shape` are left alone by the shape rules; ops with side effects are never rewritten.
+
+On XLA's own test modules (`../shared/xla-suite/run_algsimp.py`, 397 default-option cases): 318 pass
+(163/237 expected changes made, 84/89 expected no-changes kept, results equal in all 155 compared); of
+the rest, 13 do not load (front-end shape rules), and most others are XLA rewrites this pass leaves
+out on purpose (float reassociation, sqrt/rsqrt algebra) or has not got yet (gather/scatter of pad,
+dot contraction reordering, variadic reduces, collectives of broadcasts, layout-carrying ops).
 """
 
 from __future__ import annotations
