@@ -9,7 +9,7 @@ from typing import Any
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import new_context
+from hlo_mlir.dialects import new_context, source_location
 from hlo_mlir.frontend.exporter import export_module
 from hlo_mlir.frontend.ir_gen import import_module
 from hlo_mlir.frontend.mlir_input import check_module
@@ -186,9 +186,9 @@ def _parse_mlir(text: str, filename: str) -> ir.Module:
     except ir.MLIRError as e:
         diag = e.error_diagnostics[0] if e.error_diagnostics else None
         if diag is not None:
-            m = re.match(r'loc\("[^"]*":(\d+):(\d+)\)', str(diag.location))
-            if m:
-                line, col = int(m.group(1)), int(m.group(2))
+            found = source_location(diag.location)
+            if found is not None:
+                _, line, col = found
                 raise HloError(_name_op(diag.message, text, line, col), SourceLocation(filename, line, col), text) from None
             raise HloError(diag.message) from None
         raise HloError(str(e)) from None
