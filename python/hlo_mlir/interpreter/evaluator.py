@@ -42,6 +42,7 @@ class OpInfo:
     # minor-to-major layouts as written in the text (None: default {n-1,...,0}); bitcast needs them
     result_layout: tuple[int, ...] | None = None
     operand_layouts: tuple[tuple[int, ...] | None, ...] = ()
+    source: tuple[str, int, int] | None = None  # (file, line, col) of `location`
 
     @cached_property
     def attrs(self) -> dict[str, Any]:
@@ -66,9 +67,12 @@ class OpInfo:
         return view
 
 
-def _location(op: ir.Operation) -> str:
-    found = source_location(op.location)
+def _location_text(found: tuple[str, int, int] | None) -> str:
     return f"{found[0]}:{found[1]}:{found[2]}" if found else "<unknown>"
+
+
+def _location(op: ir.Operation) -> str:
+    return _location_text(source_location(op.location))
 
 
 @dataclass
@@ -116,15 +120,17 @@ def compile_function(fn: ir.Operation) -> Program:
         meta = BY_OP_NAME.get(op.name)
         if meta is None:
             raise HloError(f"{_location(op)}: the interpreter cannot execute '{op.name}'")
+        found = source_location(op.location)
         info = OpInfo(
             op,
             meta.opcode,
             ir.StringAttr(op.attributes[NAME]).value if NAME in op.attributes else meta.opcode,
             from_mlir_type(op.results[0].type),
             tuple(from_mlir_type(v.type) for v in op.operands),
-            _location(op),
+            _location_text(found),
             edit.layout_of(op),
             tuple(layouts.get(v) for v in op.operands),
+            found,
         )
         layouts[op.results[0]] = info.result_layout
         kernel = KERNELS.get(meta.opcode)

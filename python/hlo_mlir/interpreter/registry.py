@@ -6,7 +6,6 @@ by op family in sibling modules (`ops_*.py`); each registers itself with `@kerne
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Protocol, Sequence, Union
 
 import numpy as np
@@ -46,6 +45,7 @@ class OpView(Protocol):
     result_type: HloType
     operand_types: Sequence[HloType]
     location: str  # "file:line:col", for error messages
+    source: tuple[str, int, int] | None  # the same (file, line, col), from dialects.source_location
 
 
 class Context(Protocol):
@@ -89,11 +89,10 @@ class InterpreterError(Exception):
         self.message = f"{op.opcode} '{op.name}': {message}"
 
     def to_hlo_error(self, source: str | None = None) -> HloError:
-        """The diagnostic form: location parsed from the op's `file:line:col`."""
-        m = re.fullmatch(r"(.*):(\d+):(\d+)", self.op.location)
-        if m is None:
+        """The diagnostic form, at the op's source location."""
+        if self.op.source is None:
             return HloError(self.message)
-        return HloError(self.message, SourceLocation(m.group(1), int(m.group(2)), int(m.group(3))), source)
+        return HloError(self.message, SourceLocation(*self.op.source), source)
 
 
 Kernel = Callable[[OpView, list, Context], Value]

@@ -291,7 +291,7 @@ def _run(interp: Interpreter, args: list[Any], module: Any) -> Value:
         return interp.run(args)
     except InterpreterError as e:
         # The caret line only when the instruction is in the text at hand (not for an MLIR input's ops).
-        in_source = e.op.location.rsplit(":", 2)[0] == getattr(module, "filename", None)
+        in_source = e.op.source is not None and e.op.source[0] == getattr(module, "filename", None)
         raise e.to_hlo_error(getattr(module, "source", None) if in_source else None) from None
 
 
