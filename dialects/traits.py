@@ -56,6 +56,12 @@ RESULT_ACCURACY = frozenset({
     "tan", "tanh", "cosh", "sinh", "acos", "asin", "acosh", "asinh", "atanh"
 })  # fmt: skip
 
+# custom_call_target values (not opcodes, so not in TABLES) of XLA's partitioning annotations:
+# XLA's partitioner consumes them (the xla.sdy ones are Shardy's, in JAX's sharded dumps); on one
+# device each is the identity, which the interpreter and the lowering both implement.
+SHARDING_ANNOTATIONS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.GlobalToLocalShape",
+                        "xla.sdy.LocalToGlobalShape", "xla.sdy.FuncResultSharding")
+
 TABLES: dict[str, frozenset[str]] = {
     "ELEMENTWISE": ELEMENTWISE,
     "COMMUTATIVE": COMMUTATIVE,

@@ -23,6 +23,7 @@ import weakref
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from hlo_mlir.dialects import traits
 from hlo_mlir.passes.convert_hlo_to_linalg.core import (
     CUSTOM_CALL_RULES,
     Converter,
@@ -131,8 +132,7 @@ def interpreter_call(rw: Rewriter) -> list[ir.Value]:
     return host_call(rw, run, inputs, in_types, out_types)
 
 
-@custom_call_rule("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.GlobalToLocalShape",
-                  "xla.sdy.LocalToGlobalShape", "xla.sdy.FuncResultSharding")  # ops_control.SHARDING_ANNOTATIONS
+@custom_call_rule(*traits.SHARDING_ANNOTATIONS)
 def sharding_annotation(rw: Rewriter) -> list[ir.Value]:
     """XLA's partitioning annotations: the identity on one device (the interpreter checks the same)."""
     if rw.num_operands != 1 or rw.hlo_operand_type(0) != rw.hlo_result_type():

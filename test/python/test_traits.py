@@ -87,3 +87,13 @@ def test_reducer_kind_rejects_other_computations() -> None:
                            "  ROOT b = s32[] reduce(p, a), dimensions={0}, to_apply=q\n}\n")
     fns = edit.functions(module.mlir)
     assert traits.reducer_kind(fns["r"]) is None and traits.reducer_kind(fns["q"]) is None
+
+
+def test_sharding_annotations_run_in_interpreter_and_lowering() -> None:
+    """Both stages read the one list of Shardy/GSPMD annotation targets (custom_call_target values)."""
+    from hlo_mlir.interpreter.ops_control import CUSTOM_CALLS
+    from hlo_mlir.passes.convert_hlo_to_linalg.core import CUSTOM_CALL_RULES  # the package imports every rule
+
+    targets = set(traits.SHARDING_ANNOTATIONS)
+    assert not targets & set(OPCODES)
+    assert targets <= set(CUSTOM_CALLS) and targets <= set(CUSTOM_CALL_RULES)

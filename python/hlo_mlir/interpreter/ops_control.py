@@ -7,6 +7,7 @@ from typing import Callable
 import numpy as np
 from mlir import ir
 
+from hlo_mlir.dialects import traits
 from hlo_mlir.frontend.literals import attr_to_array
 from hlo_mlir.interpreter.ops_collectives import zeros_of
 from hlo_mlir.interpreter.registry import TOKEN, Context, InterpreterError, Kernel, OpView, Value, kernel
@@ -133,10 +134,6 @@ def register_custom_call(target: str, handler: CustomCallHandler) -> None:
     CUSTOM_CALLS[target] = handler
 
 
-# Sharding annotations: XLA's partitioner consumes them (the xla.sdy ones are Shardy's, in JAX's sharded
-# dumps); on one device each is the identity.
-SHARDING_ANNOTATIONS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.GlobalToLocalShape",
-                        "xla.sdy.LocalToGlobalShape", "xla.sdy.FuncResultSharding")
 PYTHON_CALLBACKS = ("xla_ffi_python_cpu_callback", "xla_python_cpu_callback")
 
 
@@ -159,7 +156,7 @@ def _sharding_annotation(op: OpView, args: list, ctx: Context) -> Value:
     return args[0]
 
 
-for _target in SHARDING_ANNOTATIONS:
+for _target in traits.SHARDING_ANNOTATIONS:
     register_custom_call(_target, _sharding_annotation)
 
 
