@@ -11,7 +11,7 @@ from typing import Any
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import ASYNC_WRAPPED, from_mlir_type, opcode_of, source_location, split_top
+from hlo_mlir.dialects import ASYNC_WRAPPED, edit, from_mlir_type, opcode_of, source_location, split_top
 from hlo_mlir.dialects.attributes import KINDS, Comp, Comps, decode_all, kind_of
 from hlo_mlir.dialects.shape_rules import ShapeError, Signature, infer_result_type
 from hlo_mlir.dialects.shape_rules.common import compatible
@@ -155,8 +155,7 @@ def verify_module(module: Any) -> None:
         funcs = _funcs(mod)
         if not funcs:
             raise HloError("the module has no computations")
-        entries = [f for f in funcs if "sym_visibility" not in f.attributes
-                   or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"]
+        entries = [f for f in funcs if edit.is_entry(f)]
         if len(entries) != 1:
             raise _error(f"the module must have exactly one entry computation, found {len(entries)}",
                          (entries or funcs)[-1], (filename, source))
