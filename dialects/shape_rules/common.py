@@ -152,9 +152,18 @@ def signature_text(sig: Signature) -> str:
     return "(" + ", ".join(show(p) for p in sig.params) + ") -> " + show(sig.result)
 
 
+def _fp_compatible(a: HloType, e: ElementType) -> bool:
+    """`a` is a scalar of element type `e`, or of another floating-point type when `e` is one."""
+    return isinstance(a, ArrayType) and a.rank == 0 and (a.element == e or (a.element.is_float and e.is_float))
+
+
 def check_scalar_reducer(sig: Signature, accumulators: Sequence[ElementType], inputs: Sequence[ElementType],
-                         name: str) -> None:
-    """(A0..An-1, I0..In-1) -> (A0..An-1) on scalars (n == 1: no tuple); inputs may differ in float precision."""
+                         name: str, loose: bool = False) -> tuple[tuple[ElementType, ...], bool]:
+    """(A0..An-1, I0..In-1) -> (A0..An-1) on scalars (n == 1: no tuple); inputs may differ in float
+    precision. `loose` (reduce, reduce-window: XLA's reducer check) also lets the given accumulator
+    (init value) types differ from the computation's in float precision and, for n == 1, the result
+    be a one-element tuple. Returns the computation's accumulator types and whether its result is a
+    tuple."""
     n = len(accumulators)
     acc = tuple(scalar(e) for e in accumulators)
     want_result: HloType = acc[0] if n == 1 else TupleType(acc)
@@ -162,13 +171,19 @@ def check_scalar_reducer(sig: Signature, accumulators: Sequence[ElementType], in
     if len(sig.params) != 2 * n:
         raise ShapeError(f"{name} computation must take {2 * n} parameters, takes {len(sig.params)}: "
                          f"{signature_text(sig)}")
-    ok = all(compatible(p, w) for p, w in zip(sig.params[:n], acc)) and compatible(sig.result, want_result)
-    for p, e in zip(sig.params[n:], inputs):
-        ok = ok and isinstance(p, ArrayType) and p.rank == 0 and (
-            p.element == e or (p.element.is_float and e.is_float))
+    result = sig.result
+    tupled = isinstance(result, TupleType)
+    parts = result.elements if isinstance(result, TupleType) else (result,)
+    ok = len(parts) == n and all(compatible(p, r) for p, r in zip(sig.params[:n], parts))
+    if loose:
+        ok = ok and all(_fp_compatible(r, e) for r, e in zip(parts, accumulators))
+    else:
+        ok = ok and compatible(result, want_result)
+    ok = ok and all(_fp_compatible(p, e) for p, e in zip(sig.params[n:], inputs))
     if not ok:
         raise ShapeError(f"{name} computation must have signature {signature_text(want)}, "
                          f"got {signature_text(sig)}")
+    return tuple(p.element for p in parts if isinstance(p, ArrayType)), tupled
 
 
 __all__ = [

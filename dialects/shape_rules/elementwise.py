@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from hlo_mlir.types import ArrayType, HloType
+import ml_dtypes
+from hlo_mlir.types import ArrayType, ElementType, HloType
 
 from .common import (
     PRED, Ctx, ShapeError, array, attr, compatible, count, elem, need_declared, rule, same_dims, show,
@@ -64,11 +65,27 @@ def same_shape_operands(ops: Sequence[HloType], what: str = "operands") -> Array
     return a
 
 
+def _precision(e: ElementType) -> tuple[int, int]:
+    info = ml_dtypes.finfo(e.dtype)
+    return info.nmant, info.nexp
+
+
+def elementwise_binary_operands(ops: Sequence[HloType]) -> ArrayType:
+    """The operands of an element-wise binary op: same dims and element type, except that XLA's shape
+    inference lets two floating-point types of different precision meet (mixed precision); the
+    result then has the higher-precision one (more significand bits, then more exponent bits)."""
+    a, b = array(ops[0], "lhs"), array(ops[1], "rhs")
+    if a.element != b.element and a.element.is_float and b.element.is_float and same_dims(a, b):
+        return a if _precision(a.element) >= _precision(b.element) else b
+    return same_shape_operands(ops)
+
+
 @rule(*ARITH_BINARY, *FLOAT_BINARY, *LOGICAL_BINARY, *INT_BINARY, "complex")
 def binary(ops: Sequence[HloType], ctx: Ctx) -> HloType:
     opcode = ctx.opcode
     count(ops, 2)
-    t = same_shape_operands(ops)
+    # complex needs both parts f32 or both f64 (XLA: mixed parts are unimplemented).
+    t = same_shape_operands(ops) if opcode == "complex" else elementwise_binary_operands(ops)
     e = t.element
     if opcode in LOGICAL_BINARY and not (e.is_integer or e.is_pred):
         raise ShapeError(f"expects pred or integer operands, got {show(t)}")
@@ -91,7 +108,7 @@ def binary(ops: Sequence[HloType], ctx: Ctx) -> HloType:
 def compare(ops: Sequence[HloType], ctx: Ctx) -> HloType:
     count(ops, 2)
     attr(ctx, "direction")
-    t = same_shape_operands(ops)
+    t = elementwise_binary_operands(ops)
     kind = ctx.attrs.get("type")
     if kind == "FLOAT" and not t.element.is_float:
         raise ShapeError(f"comparison type FLOAT needs floating-point operands, got {show(t)}")

@@ -28,8 +28,9 @@ def _split(ops: Sequence[HloType]) -> tuple[list[ArrayType], list[ArrayType]]:
     return xs, inits
 
 
-def _pack(ts: Sequence[ArrayType]) -> HloType:
-    return ts[0] if len(ts) == 1 else TupleType(tuple(ts))
+def _pack(ts: Sequence[ArrayType], tupled: bool = False) -> HloType:
+    """One result as an array, unless the computation returns a (one-element) tuple."""
+    return ts[0] if len(ts) == 1 and not tupled else TupleType(tuple(ts))
 
 
 @rule("reduce")
@@ -37,9 +38,11 @@ def reduce(ops: Sequence[HloType], ctx: Ctx) -> HloType:
     xs, inits = _split(ops)
     dims = attr(ctx, "dimensions", ())
     check_dim_list(dims, xs[0].rank, "reduce dimension")
-    check_scalar_reducer(comp(ctx, "to_apply"), [v.element for v in inits], [x.element for x in xs], "reduction")
+    # The result has the computation's accumulator types (an init value may differ in float precision).
+    accs, tupled = check_scalar_reducer(comp(ctx, "to_apply"), [v.element for v in inits], [x.element for x in xs],
+                                        "reduction", loose=True)
     keep = [d for d in range(xs[0].rank) if d not in dims]
-    return _pack([ArrayType(v.element, tuple(x.dims[d] for d in keep)) for x, v in zip(xs, inits)])
+    return _pack([ArrayType(e, tuple(x.dims[d] for d in keep)) for x, e in zip(xs, accs)], tupled)
 
 
 # XLA lets a window over scalars be left out.
@@ -50,8 +53,10 @@ _NO_WINDOW = Window((), (), (), (), (), (), ())
 def reduce_window(ops: Sequence[HloType], ctx: Ctx) -> HloType:
     xs, inits = _split(ops)
     out = check_window(attr(ctx, "window", _NO_WINDOW), xs[0].dims, "operand")
-    check_scalar_reducer(comp(ctx, "to_apply"), [v.element for v in inits], [x.element for x in xs], "reduction")
-    return _pack([ArrayType(v.element, tuple(out)) for v in inits])
+    # The result has the init values' types (XLA), which may differ from the computation's in float precision.
+    _, tupled = check_scalar_reducer(comp(ctx, "to_apply"), [v.element for v in inits], [x.element for x in xs],
+                                     "reduction", loose=True)
+    return _pack([ArrayType(v.element, tuple(out)) for v in inits], tupled)
 
 
 @rule("select-and-scatter")

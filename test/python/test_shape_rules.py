@@ -242,6 +242,29 @@ def test_reduce_family() -> None:
     rejects("k 10 must be in [0, 9], the size of the last dimension", "topk", [t("f32[2,9]")], {"k": 10})
 
 
+def test_mixed_float_precision_as_xla_infers() -> None:
+    """XLA's inference lets float types of different precision meet in element-wise binary ops (the result
+    has the higher precision) and lets a reducer's init value differ in float precision; a reducer may
+    return a one-element tuple (the reduce then returns one too)."""
+    assert infer("maximum", [t("f32[2]"), t("f16[2]")]) == t("f32[2]")
+    assert infer("minimum", [t("f16[2]"), t("bf16[2]")]) == t("f16[2]")
+    assert infer("compare", [t("bf16[2]"), t("f32[2]")], {"direction": "LT"}) == t("pred[2]")
+    rejects("operands must have the same shape, got f32[2] and s32[2]", "maximum", [t("f32[2]"), t("s32[2]")])
+    rejects("operands must have the same shape, got f32[2] and f64[2]", "complex", [t("f32[2]"), t("f64[2]")])
+    rejects("result shape f16[2] does not match the inferred shape f32[2]", "add", [t("f32[2]"), t("f16[2]")],
+            declared=t("f16[2]"))
+    w = Window.default((1,))
+    assert infer("reduce-window", [t("f32[4]"), t("bf16[]")], {"window": w, "to_apply": "add"}, ADD) == t("bf16[4]")
+    assert infer("reduce", [t("f32[4]"), t("bf16[]")], {"dimensions": (0,), "to_apply": "add"}, ADD) == t("f32[]")
+    one = {"t": Signature((F32, F32), TupleType((F32,)))}
+    assert infer("reduce", [t("f32[4,5]"), t("f32[]")], {"dimensions": (0,), "to_apply": "t"}, one) \
+        == TupleType((t("f32[5]"),))
+    assert infer("reduce-window", [t("f32[4]"), t("f32[]")], {"window": w, "to_apply": "t"}, one) \
+        == TupleType((t("f32[4]"),))
+    rejects("reduction computation must have signature (s32[], f32[]) -> s32[], got (f32[], f32[]) -> f32[]",
+            "reduce", [t("f32[4]"), t("s32[]")], {"dimensions": (0,), "to_apply": "add"}, ADD)
+
+
 # ---------------------------------------------------------------- control flow and calls
 
 def test_control() -> None:
