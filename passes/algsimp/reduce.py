@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 from mlir import ir
 
-from hlo_mlir.dialects import opcode_of
-from hlo_mlir.types import ArrayType
+from hlo_mlir.attr_types import Window
+from hlo_mlir.dialects import edit, opcode_of
+from hlo_mlir.types import ArrayType, TupleType
 
 from .core import Ctx, array, attrs, default_layout, producer, rule, same_type, splat
 
@@ -281,14 +282,64 @@ def _broadcast_in_order(ctx: Ctx, op: ir.Operation, x: ir.Value, places: list[in
 
 @rule("reduce", "reduce-window")
 def reduce_of_nothing(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
-    """A reduce of an empty array: every result element is init. For a reduce-window only when the
-    reducer is idempotent or init its identity (a padded window combines init with each padding element,
-    which is init again)."""
-    src, out = array(op.operands[0]), array(op.results[0])
-    if len(op.operands) != 2 or src is None or out is None or src.num_elements or not default_layout(op):
+    """A reduce of an empty array: every result element is init (of a variadic reduce: a tuple of the
+    broadcast inits, whatever the reducer). For a reduce-window only when single, and the reducer is
+    idempotent or init its identity (a padded window combines init with each padding element, which is
+    init again)."""
+    n = len(op.operands) // 2
+    src = array(op.operands[0])
+    if src is None or src.num_elements or not default_layout(op):
+        return None
+    if n > 1:
+        result = edit.type_of(op.results[0])
+        if opcode_of(op) != "reduce" or not isinstance(result, TupleType):
+            return None
+        inits = []
+        for init, t in zip(op.operands[n:], result.elements):
+            if not isinstance(t, ArrayType):
+                return None
+            inits.append(ctx.new(op, "broadcast", [init], t, {"dimensions": ()}) if t.rank else init)
+        return ctx.new(op, "tuple", inits, result)
+    out = array(op.results[0])
+    if out is None:
         return None
     if opcode_of(op) == "reduce-window":
         reducer = ctx.reducer(op)
         if reducer is None or (reducer not in _IDEMPOTENT and not _init_is_identity(op, reducer)):
             return None
     return ctx.new(op, "broadcast", [op.operands[1]], out, {"dimensions": ()}) if out.rank else op.operands[1]
+
+
+def _same_scalar(a: object, b: object) -> bool:
+    """Two splat values are the same number (NaN never; the sign of a zero counts)."""
+    fa, fb = float(a), float(b)  # type: ignore[arg-type]
+    return fa == fb and bool(np.signbit(fa)) == bool(np.signbit(fb))
+
+
+@rule("reduce-window")
+def pad_into_reduce_window(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """reduce-window(pad(x, v)) with v the init value -> reduce-window(x) with the pad moved into the
+    window (edge pad e under base dilation d: e*d more window padding; interior padding k: base dilation
+    d*(k+1)). Window padding and dilation holes are skipped, not combined, so this is exact only when
+    combining init more often changes nothing: an idempotent reducer or an identity init."""
+    pad = producer(op.operands[0], "pad")
+    w = attrs(op).get("window")
+    reducer = ctx.reducer(op)
+    if len(op.operands) != 2 or pad is None or w is None or reducer is None or not default_layout(op, pad):
+        return None
+    if reducer not in _IDEMPOTENT and not _init_is_identity(op, reducer):
+        return None
+    v, init = splat(pad.operands[1]), splat(op.operands[1])
+    if v is None or init is None or pad.operands[1].type != op.operands[1].type or not _same_scalar(v, init):
+        return None
+    padding = attrs(pad)["padding"]
+    if any(lo < 0 or hi < 0 for lo, hi, _ in padding):
+        return None
+    d = w.lhs_dilate
+    window = Window(w.size, w.stride, tuple(p + lo * k for p, (lo, _, _), k in zip(w.pad_low, padding, d)),
+                    tuple(p + hi * k for p, (_, hi, _), k in zip(w.pad_high, padding, d)),
+                    tuple(k * (i + 1) for k, (_, _, i) in zip(d, padding)), w.rhs_dilate, w.reversal)
+    out = array(op.results[0])
+    assert out is not None
+    return ctx.new(op, "reduce-window", [pad.operands[0], op.operands[1]], out, {"window": window},
+                   mlir_attrs={"to_apply": op.attributes["to_apply"]})
