@@ -267,8 +267,9 @@ ENTRY main {
 """
 
 
-def _built_by(monkeypatch: pytest.MonkeyPatch, in_process: bool) -> tuple[list[np.ndarray], list[str]]:
-    """Results of `_FMA` built in this process or by the opt/llc tools, and the tools started."""
+def _built_by(monkeypatch: pytest.MonkeyPatch, how: str) -> tuple[list[np.ndarray], list[str]]:
+    """Results of `_FMA` built in this process (`how`: "whole", or "split" into parts compiled by threads)
+    or by the opt/llc tools ("tools"), and the tools started."""
     from hlo_mlir.runtime import native
 
     started: list[str] = []
@@ -279,24 +280,33 @@ def _built_by(monkeypatch: pytest.MonkeyPatch, in_process: bool) -> tuple[list[n
         run(cmd)
 
     monkeypatch.setattr(native, "_run", recording)
-    monkeypatch.setattr(native, "IN_PROCESS_BYTES", native.IN_PROCESS_BYTES if in_process else -1)
+    if how == "tools":
+        monkeypatch.setattr(native, "_in_process", lambda: None)
+    if how == "split":
+        monkeypatch.setattr(native, "IN_PROCESS_BYTES", -1)
+        monkeypatch.setattr(native, "PART_BYTES", 1024)
     rng = np.random.default_rng(1)
     args = [rng.standard_normal(4096).astype(np.float32) for _ in range(3)]
     return hlo_mlir.load(_FMA).run(*args, backend="jit"), started
 
 
-def test_small_modules_build_in_process_as_the_tools_would(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_modules_build_in_process_as_the_tools_would(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HLO_MLIR_NO_CACHE", "1")
     from hlo_mlir.runtime import native
 
     if native._in_process() is None:
         pytest.skip("the tools' flags include one the in-process LLVM cannot take")
-    got, started = _built_by(monkeypatch, in_process=True)
-    assert "opt" not in started and "llc" not in started
-    want, started = _built_by(monkeypatch, in_process=False)
+    got, started = _built_by(monkeypatch, "whole")
+    assert "opt" not in started and "llc" not in started and "llvm-split" not in started
+    split, started = _built_by(monkeypatch, "split")
+    assert "llvm-split" in started and "opt" not in started and "llc" not in started
+    monkeypatch.undo()
+    monkeypatch.setenv("HLO_MLIR_NO_CACHE", "1")
+    want, started = _built_by(monkeypatch, "tools")
     assert "opt" in started and "llc" in started
-    for g, w in zip(got, want):
+    for g, s, w in zip(got, split, want):
         np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(s, w)
 
 
 def test_a_tool_flag_the_in_process_llvm_lacks_means_the_tools(monkeypatch: pytest.MonkeyPatch) -> None:
