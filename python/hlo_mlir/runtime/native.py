@@ -3,9 +3,10 @@
 Why not MLIR's ExecutionEngine: it compiles the whole module in one thread of this process (a big model
 takes seconds), cannot be interrupted, cannot be cached on disk, and picks every feature of the host CPU,
 some of which (`avx512bf16`/`avx512fp16` with vectorized bf16 code) crash LLVM 22's instruction selection.
-Here the module is split by `llvm-split` into parts compiled by parallel `opt -O2 | llc` processes
-(Ctrl-C kills them at once); a small module is compiled in this process instead, by the same LLVM through
-the C API of the tools' `libLLVM.so` (`_LlvmCApi`: no process start-up). The objects are linked by `ld`
+Here a small module is compiled in this process by the same LLVM the tools run on, through the C API of
+their `libLLVM.so` (`_LlvmCApi`: no process start-up); a big one is split by `llvm-split` into parts compiled
+in parallel, on threads by that in-process LLVM (Ctrl-C ends the process, `interruptible`), or by
+`opt -O2 | llc` processes when a flag needs the tools (Ctrl-C kills them at once). The objects are linked by `ld`
 with `support.c` (compiled once by `cc`) and libgcc, and loaded with `ctypes`; the library file is what the
 on-disk cache (`runtime.cache`) keeps.
 
