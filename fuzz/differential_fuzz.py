@@ -45,6 +45,8 @@ KNOWN = {
     "dot-zero-sign": "a dot whose products are all -0 gives -0 in XLA (its sum starts from the first product), "
                      "+0 in both backends (they start from +0)",
 }
+# Kept out of the programs so that the rest of their module is compared: a rank-0 pad (XLA's parser rejects
+# its `padding=`, the JIT cannot lower it) and a second scatter in a module (the JIT aborts, see below).
 # Divergences found and not resolved (reported as mismatches, listed in README "Fuzzing"): subnormal operands
 # of scatter (the interpreter flushes the untouched operand elements, XLA copies them), remainder (XLA keeps a
 # subnormal dividend smaller than the divisor), atan2 of a subnormal y, a sort over bf16 subnormals, XLA
@@ -204,7 +206,7 @@ class _Program:
             self.result = xb.slice_(x, starts, limits, [self.rng.choice([1, 1, 2, 3]) for _ in dims])
         elif kind == "rev":
             self.result = xb.rev(x, sorted(self.rng.sample(range(rank), self.rng.randint(0, rank))))
-        elif kind == "pad":
+        elif kind == "pad" and rank:  # rank 0: XLA cannot parse `padding=` and the JIT cannot lower it (KNOWN)
             cfg = [(self.rng.randint(-1, 2), self.rng.randint(-1, 2), self.rng.randint(0, 1)) for _ in dims]
             cfg = [(lo if d + lo >= 0 else 0, hi if d + lo + hi + max(0, d - 1) * it >= 0 else 0, it)
                    for (lo, hi, it), d in zip(cfg, dims)]
@@ -244,6 +246,9 @@ class _Program:
                                 index_vector_dim=1, slice_sizes=[1, cols])
 
     def _scatter(self, et: str, dims: list[int]) -> None:
+        if self.b.__dict__.setdefault("fuzz_scatters", 0):  # a second one aborts the JIT (KNOWN): one a module
+            raise HloError("one scatter per module")
+        self.b.__dict__["fuzz_scatters"] = 1
         if et == "pred":
             et = "s32"
         rows, cols, n = self.rng.choice([1, 3, 5]), self.rng.choice([1, 2, 4]), self.rng.choice([0, 1, 3])
@@ -341,7 +346,8 @@ def run_batch(seed: int, index: int, count: int, out: Path) -> dict:
         except (HloError, XlaError) as e:
             outcomes[name] = e
     errors = {k: str(v)[:500] for k, v in outcomes.items() if isinstance(v, Exception)}
-    if errors:
+    if errors:  # no program of the module is compared
+        stats["crashed"], stats["programs"] = stats["programs"], 0
         stats["mismatches"].append({"index": index, "what": "module failed", "errors": errors})
         _save(out, f"{seed}-{index}-error", text, args, stats["mismatches"][-1])
         return stats
@@ -401,9 +407,9 @@ def main(argv: list[str] | None = None) -> int:
         skipped += stats["skipped"]
         crashed += stats.get("crashed", 0)
         mismatches += stats["mismatches"]
-        print(f"{programs} programs compared ({skipped} refused by the builder, {crashed} in crashed modules), "
+        print(f"{programs} programs compared ({skipped} not built: builder rule or kept out, {crashed} in failed modules), "
               f"{len(mismatches)} mismatches, {time.time() - start:.0f} s", file=sys.stderr, flush=True)
-    print(json.dumps({"programs": programs, "refused_by_builder": skipped, "in_crashed_modules": crashed,
+    print(json.dumps({"programs": programs, "not_built": skipped, "in_failed_modules": crashed,
                       "mismatches": len(mismatches), "seed": args.seed, "seconds": round(time.time() - start)}))
     return 1 if mismatches else 0
 
