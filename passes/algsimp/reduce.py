@@ -7,7 +7,7 @@ import numpy as np
 from mlir import ir
 
 from hlo_mlir.attr_types import Window
-from hlo_mlir.dialects import edit, opcode_of
+from hlo_mlir.dialects import edit, opcode_of, traits
 from hlo_mlir.types import ArrayType, TupleType
 
 from .core import Ctx, array, attrs, default_layout, producer, rule, same_type, splat
@@ -343,3 +343,48 @@ def pad_into_reduce_window(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     assert out is not None
     return ctx.new(op, "reduce-window", [pad.operands[0], op.operands[1]], out, {"window": window},
                    mlir_attrs={"to_apply": op.attributes["to_apply"]})
+
+
+def _tupled_binary_reducer(ctx: Ctx, op: ir.Operation) -> str | None:
+    """The opcode when `op`'s single computation is `tuple(opcode(p0, p1))` of its two scalar parameters
+    (a commutative reducer opcode, either operand order); None otherwise."""
+    callee = edit.callees(op)
+    fn = ctx.computation(callee[0]) if len(callee) == 1 else None
+    if fn is None:
+        return None
+    block = edit.body(fn)
+    ops = [o.operation for o in block.operations]
+    args = list(block.arguments)
+    if len(args) != 2 or len(ops) != 3 or opcode_of(ops[1]) != "tuple" or ops[2].name != "func.return":
+        return None
+    opcode = opcode_of(ops[0])
+    operands = list(ops[0].operands)
+    if opcode not in traits.REDUCERS or opcode not in traits.COMMUTATIVE or operands not in (args, args[::-1]):
+        return None
+    if list(ops[1].operands) != [ops[0].result] or list(ops[2].operands) != [ops[1].result]:
+        return None
+    return opcode
+
+
+@rule("reduce", "reduce-window")
+def reduce_of_one_tuple(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """A single-operand reduce (or reduce-window) whose computation returns a one-element tuple of one
+    binary reducer op -> tuple(the same reduce with the plain scalar computation): same values."""
+    result = edit.type_of(op.results[0])
+    if len(op.operands) != 2 or not isinstance(result, TupleType) or len(result.elements) != 1:
+        return None
+    out = result.elements[0]
+    init = array(op.operands[1])
+    opcode = _tupled_binary_reducer(ctx, op)
+    if opcode is None or not isinstance(out, ArrayType) or init is None or init.element != out.element:
+        return None
+    fn = ctx.computation(edit.callees(op)[0])
+    assert fn is not None
+    param = edit.type_of(edit.body(fn).arguments[0])
+    if param != ArrayType(out.element, ()):
+        return None
+    name = edit.add_scalar_computation(ctx.module, opcode, param, ctx.names, base=opcode_of(op) + "_computation")
+    attributes = {k: v for k, v in edit.copy_attributes(op).items() if k != edit.NAME}
+    attributes["to_apply"] = ir.FlatSymbolRefAttr.get(name)
+    single = ctx.new(op, opcode_of(op), list(op.operands), out, mlir_attrs=attributes)
+    return ctx.new(op, "tuple", [single], result)
