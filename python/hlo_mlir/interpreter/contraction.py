@@ -76,13 +76,18 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: Any) -> np.ndarray:
     return np.asarray(out, dtype)
 
 
+def _negate(x: np.ndarray) -> np.ndarray:
+    """-x as the negated operand of a hardware FMA (vfmsub/vfnmadd) sees it: a NaN keeps its sign bit."""
+    return np.where(np.isnan(x), x, np.negative(x))
+
+
 def complex_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a * b of complex arrays as XLA:CPU computes it: each part one fused multiply-add,
     re = fma(a.re, b.re, -(a.im * b.im)), im = fma(a.im, b.re, a.re * b.im) (checked bit for bit)."""
     a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
     real = np.float32 if np.result_type(a, b) == np.complex64 else np.float64
     with np.errstate(all="ignore"):
-        re = fma(a.real, b.real, -(a.imag * b.imag), real)
+        re = fma(a.real, b.real, _negate(a.imag * b.imag), real)
         im = fma(a.imag, b.real, a.real * b.imag, real)
     out = np.empty(a.shape, np.result_type(a, b))
     out.real, out.imag = re, im
@@ -93,8 +98,8 @@ def _fused(negate_product: bool, negate_addend: bool) -> Kernel:
     def run(op: OpView, args: list, ctx: Context) -> Value:
         a, b, c = args
         dtype = _FLOATS[op.result_type.element.hlo]
-        a = np.negative(a) if negate_product else a
-        c = np.negative(c) if negate_addend else c
+        a = _negate(a) if negate_product else a
+        c = _negate(c) if negate_addend else c
         return fma(a, b, c, dtype)
 
     return run
