@@ -314,3 +314,12 @@ def test_a_tool_flag_the_in_process_llvm_lacks_means_the_tools(monkeypatch: pyte
 
     monkeypatch.setattr(native, "_LLC_FLAGS", (*native._LLC_FLAGS, "-some-codegen-flag"))
     assert native._in_process() is None
+
+
+def test_cache_key_covers_the_c_runtime_dialect_and_grammar() -> None:
+    """support.c is linked into every cached library: editing it alone must miss the cache."""
+    from hlo_mlir.runtime.cache import source_files
+
+    names = {path.name for _, path in source_files()}
+    assert {"support.c", "hlo.lark", "jit.py", "lower_to_llvm.py"} <= names
+    assert any(name.endswith(".mlir") for name in names)

@@ -51,19 +51,27 @@ def _usable(path: str) -> bool:
     return False
 
 
-@functools.cache
-def _compiler_identity() -> str:
-    """A digest of the package's Python sources and the LLVM tools: a changed compiler never hits."""
-    import llvm
+_SOURCES = frozenset({".py", ".c", ".mlir", ".lark"})
 
+
+def source_files() -> list[tuple[Path, Path]]:
+    """(root, file) for every source the compiled code depends on: the package's Python, the C runtime linked
+    into every library, the dialect and grammar files."""
     from hlo_mlir import dialects, passes
 
-    h = hashlib.sha256()
     roots = [Path(__file__).parents[1], Path(dialects.__file__).parent, Path(passes.__file__).parent]
-    for root in roots:
-        for path in sorted(root.rglob("*.py")):
-            h.update(str(path.relative_to(root)).encode())
-            h.update(path.read_bytes())
+    return [(root, p) for root in roots for p in sorted(root.rglob("*")) if p.suffix in _SOURCES]
+
+
+@functools.cache
+def _compiler_identity() -> str:
+    """A digest of `source_files()` and the LLVM tools: a changed compiler never hits."""
+    import llvm
+
+    h = hashlib.sha256()
+    for root, path in source_files():
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
     llc = Path(list(llvm.__path__)[0]) / "bin" / "llc"
     st = llc.stat() if llc.exists() else None
     h.update(f"{FORMAT}|{platform.machine()}|{st.st_size if st else 0}|{st.st_mtime_ns if st else 0}".encode())
