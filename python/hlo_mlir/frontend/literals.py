@@ -74,7 +74,7 @@ def _scalar(lit: Literal, et: ElementType) -> object:
     if lit.kind not in ("number", "name"):
         raise LiteralError(f"expected a scalar {et.hlo} value", lit)
     text = lit.text
-    if et.is_unsigned_int and et.bits == 64 and re.fullmatch(r"-[0-9]+", text) and int(text) >= -(1 << 63):
+    if et.is_unsigned_int and et.bits == 64 and re.fullmatch(r"-[0-9]+", text) and -(1 << 63) <= int(text) < 0:
         return int(text) + (1 << 64)  # XLA reads an s64 token into u64 by wrapping: -1 is 2^64-1
     if et.is_pred:
         if text in _BOOL_WORDS:
