@@ -30,7 +30,7 @@ from mlir import ir
 
 from hlo_mlir.dialects import edit, opcode_of
 
-from . import arith, barrier, reduce, shape  # noqa: F401  (register their rules)
+from . import arith, barrier, collective, reduce, shape  # noqa: F401  (register their rules)
 from .core import ERASED, RULES, Ctx
 
 
@@ -55,7 +55,10 @@ def run(module: ir.Module, options: Mapping[str, str]) -> bool:
         changed = False
         for fn in edit.functions(module).values():
             for op in list(edit.instructions(fn)):
-                if len(op.results) != 1 or edit.has_side_effect_deep(op, effectful):
+                if len(op.results) != 1:
+                    continue
+                if edit.has_side_effect_deep(op, effectful) and not (
+                        opcode_of(op) in collective.COLLECTIVES and not any(c in effectful for c in edit.callees(op))):
                     continue
                 if _apply(ctx, op):
                     changed = True
