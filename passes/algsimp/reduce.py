@@ -388,3 +388,58 @@ def reduce_of_one_tuple(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     attributes["to_apply"] = ir.FlatSymbolRefAttr.get(name)
     single = ctx.new(op, opcode_of(op), list(op.operands), out, mlir_attrs=attributes)
     return ctx.new(op, "tuple", [single], result)
+
+
+def _independent_reducers(ctx: Ctx, op: ir.Operation, n: int) -> list[str] | None:
+    """For a variadic reduce's computation that is `tuple(op_0(p_0, p_n), ..., op_n-1(p_n-1, p_2n-1))`
+    (each op_i a commutative reducer opcode, either operand order, nothing else): [op_0, ...]."""
+    callee = edit.callees(op)
+    fn = ctx.computation(callee[0]) if len(callee) == 1 else None
+    if fn is None:
+        return None
+    block = edit.body(fn)
+    ops = [o.operation for o in block.operations]
+    args = list(block.arguments)
+    if len(args) != 2 * n or len(ops) != n + 2 or opcode_of(ops[-2]) != "tuple" or ops[-1].name != "func.return":
+        return None
+    if list(ops[-1].operands) != [ops[-2].result] or len(ops[-2].operands) != n:
+        return None
+    kinds = []
+    for i, value in enumerate(ops[-2].operands):
+        binop = producer(value)
+        if binop is None or binop not in ops[:-2]:
+            return None
+        opcode = opcode_of(binop)
+        pair = [args[i], args[n + i]]
+        if opcode not in traits.REDUCERS or opcode not in traits.COMMUTATIVE:
+            return None
+        if list(binop.operands) not in (pair, pair[::-1]):
+            return None
+        kinds.append(opcode)
+    return kinds
+
+
+@rule("reduce")
+def variadic_reduce_trivial(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """A variadic reduce over no dims or only size-1 dims whose computation combines each operand on its
+    own (`tuple(op_i(acc_i, x_i))`) -> tuple(op_i(init_i, x_i)): each element is combined with init once."""
+    n = len(op.operands) // 2
+    result = edit.type_of(op.results[0])
+    src = array(op.operands[0])
+    if n < 2 or src is None or not isinstance(result, TupleType) or not default_layout(op):
+        return None
+    if any(src.dims[d] != 1 for d in attrs(op)["dimensions"]):
+        return None
+    kinds = _independent_reducers(ctx, op, n)
+    if kinds is None:
+        return None
+    parts = []
+    for kind, x, init, t in zip(kinds, op.operands[:n], op.operands[n:], result.elements):
+        xt = array(x)
+        if not isinstance(t, ArrayType) or xt is None or xt.element != t.element or edit.type_of(init) != ArrayType(t.element, ()):
+            return None
+        flat = x if xt.dims == t.dims else ctx.new(op, "reshape", [x], t)
+        wide = ctx.new(op, "broadcast", [init], t, {"dimensions": ()}) if t.rank else init
+        parts.append(ctx.new(op, kind, [wide, flat], t))
+    return ctx.new(op, "tuple", parts, result)
+
