@@ -177,7 +177,8 @@ def test_without_jaxlib_what_the_reader_does_not_cover_is_named(no_xla: None) ->
 def test_own_reader_reduce_with_a_reducer_block(no_xla: None) -> None:
     """argmax and a two-operand lax.reduce: the long form of reduce, the reducer's arguments in pairs."""
     def f(x: jax.Array) -> tuple:
-        pair = jax.lax.reduce((x, x * 2), (0.0, 1.0), lambda a, b: (a[0] + b[0], a[1] * b[1]), (0,))
+        inits = (np.float32(0), np.float32(1))  # typed: another test module may have enabled jax_enable_x64
+        pair = jax.lax.reduce((x, x * 2), inits, lambda a, b: (a[0] + b[0], a[1] * b[1]), (0,))
         return jnp.argmax(x, axis=1), pair
 
     x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
