@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import pickle
 import re
@@ -53,9 +54,38 @@ def random_value(t: HloType, rng: np.random.Generator) -> Any:
     return rng.standard_normal(t.dims).astype(t.dtype)
 
 
+def _available_bytes() -> int | None:
+    """MemAvailable of /proc/meminfo (None where there is none)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _random_bytes(t: HloType) -> int:
+    """Peak bytes to draw a random value of `t`: NumPy draws in f64 (two for complex), then converts."""
+    if isinstance(t, TupleType):
+        return sum(_random_bytes(e) for e in t.elements)
+    if not isinstance(t, ArrayType):
+        return 0
+    n = math.prod(t.dims)
+    return n * (16 if t.element.is_complex else 8) + n * np.dtype(t.dtype).itemsize
+
+
 def random_inputs(types: Sequence[HloType], seed: int = 0) -> list[Any]:
+    """Refused, rather than left to swap for minutes, when they need more memory than is available."""
     if seed < 0:
         raise HloError(f"the seed of random inputs must be a non-negative integer, got {seed}")
+    available = _available_bytes()
+    for i, t in enumerate(types):
+        need = _random_bytes(t)
+        if available is not None and need > available:
+            raise HloError(f"random input for parameter {i} ({t}): needs {need / 2**30:.1f} GiB, more than the "
+                           f"{available / 2**30:.1f} GiB of memory available")
     rng = np.random.default_rng(seed)
     out = []
     for i, t in enumerate(types):
