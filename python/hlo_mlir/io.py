@@ -194,9 +194,8 @@ def load_inputs(paths: Sequence[str], types: Sequence[HloType]) -> list[Any]:
             raise HloError(f"{paths[0]}: missing input(s) {', '.join(missing)} (keys must be arg0, arg1, ...)")
         extra = sorted(set(data) - {f"arg{i}" for i in range(len(types))})
         if extra:
-            raise HloError(f"{paths[0]}: unexpected key(s) {', '.join(extra)}: the entry computation takes "
-                           f"{len(types)} argument(s), keyed arg0 .. arg{len(types) - 1}" if types else
-                           f"{paths[0]}: unexpected key(s) {', '.join(extra)}: the entry computation takes no arguments")
+            takes = f"{len(types)} argument(s), keyed arg0 .. arg{len(types) - 1}" if types else "no arguments"
+            raise HloError(f"{paths[0]}: unexpected key(s) {', '.join(extra)}: the entry computation takes {takes}")
         return [as_element_type(data[f"arg{i}"], t) for i, t in enumerate(types)]
     if len(paths) != len(types):
         raise HloError(f"got {len(paths)} input file(s) for {len(types)} parameter(s): give one .npz, "
