@@ -282,32 +282,20 @@ def _broadcast_in_order(ctx: Ctx, op: ir.Operation, x: ir.Value, places: list[in
 
 @rule("reduce", "reduce-window")
 def reduce_of_nothing(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
-    """A reduce of an empty array: every result element is init (of a variadic reduce: a tuple of the
-    broadcast inits, whatever the reducer). For a reduce-window only when single, and the reducer is
-    idempotent or init its identity (a padded window combines init with each padding element, which is
-    init again)."""
+    """A reduce or reduce-window of an empty array: every result element is init, whatever the reducer (a
+    window's padding positions are skipped, not combined: XLA:CPU computes reduce-window(add, init 5) of
+    {1, 2} with size 2, pad 1_1 as {6, 8, 7}); variadic: the tuple of the broadcast inits."""
     n = len(op.operands) // 2
     src = array(op.operands[0])
-    if src is None or src.num_elements or not default_layout(op):
+    if n < 1 or src is None or src.num_elements or not default_layout(op):
         return None
-    if n > 1:
-        result = edit.type_of(op.results[0])
-        if opcode_of(op) != "reduce" or not isinstance(result, TupleType):
-            return None
-        inits = []
-        for init, t in zip(op.operands[n:], result.elements):
-            if not isinstance(t, ArrayType):
-                return None
-            inits.append(ctx.new(op, "broadcast", [init], t, {"dimensions": ()}) if t.rank else init)
-        return ctx.new(op, "tuple", inits, result)
-    out = array(op.results[0])
-    if out is None:
+    result = edit.type_of(op.results[0])
+    outs = result.elements if isinstance(result, TupleType) else (result,)
+    if len(outs) != n or not all(isinstance(t, ArrayType) for t in outs):
         return None
-    if opcode_of(op) == "reduce-window":
-        reducer = ctx.reducer(op)
-        if reducer is None or (reducer not in _IDEMPOTENT and not _init_is_identity(op, reducer)):
-            return None
-    return ctx.new(op, "broadcast", [op.operands[1]], out, {"dimensions": ()}) if out.rank else op.operands[1]
+    inits = [ctx.new(op, "broadcast", [init], t, {"dimensions": ()}) if t.rank else init  # type: ignore[union-attr]
+             for init, t in zip(op.operands[n:], outs)]
+    return ctx.new(op, "tuple", inits, result) if isinstance(result, TupleType) else inits[0]
 
 
 def _same_scalar(a: object, b: object) -> bool:
