@@ -269,10 +269,22 @@ def _mulhi(rw: Rewriter, a: ir.Value, b: ir.Value, et: ElementType) -> ir.Value:
     return (arith.mulsi_extended if et.is_signed_int else arith.mului_extended)(a, b)[1]
 
 
+def _same_operand_elements(rw: Rewriter) -> ElementType:
+    """The operands' one element type. The shape rules accept floats of two precisions (older XLA shape
+    inference did); XLA:CPU refuses to compile them, and so does this lowering, in words rather than with an
+    MLIR verifier error."""
+    elements = [rw.operand_element(i) for i in range(rw.num_operands)]
+    if len({e.hlo for e in elements}) > 1:
+        raise rw.error(f"'{rw.opcode}' with operands of mixed precision ({', '.join(e.hlo for e in elements)}) is "
+                       "not supported; XLA:CPU refuses them too: convert an operand first, or run with --backend "
+                       "interpreter")
+    return elements[0]
+
+
 @rule("add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "and", "or", "xor",
       "shift-left", "shift-right-logical", "shift-right-arithmetic", "power", "atan2", "mulhi", wraps_sub_byte=True)
 def binary(rw: Rewriter) -> list[ir.Value]:
-    et = rw.operand_element(0)
+    et = _same_operand_elements(rw)
     name = rw.opcode
     if et.is_complex:
         if name not in _COMPLEX_BINARY:
@@ -390,7 +402,7 @@ _CMPI_UNSIGNED = {"EQ": "eq", "NE": "ne", "LT": "ult", "LE": "ule", "GT": "ugt",
 
 @rule("compare", wraps_sub_byte=True)
 def compare(rw: Rewriter) -> list[ir.Value]:
-    et = rw.operand_element(0)
+    et = _same_operand_elements(rw)
     direction = str(rw.attrs["direction"])
     ctype = str(rw.attrs.get("type", "")) or None
     i1 = ir.IntegerType.get_signless(8)  # pred storage

@@ -230,6 +230,11 @@ def reduce_window(rw: Rewriter) -> list[ir.Value]:
     dilation the operand is read through an affine map; otherwise each element is read by
     `tensor.extract` at its computed position and padding leaves the accumulator unchanged."""
     xs, inits, elements = _split(rw)
+    mixed = [(rw.operand_element(i).hlo, rw.operand_element(len(xs) + i).hlo) for i in range(len(xs))]
+    if any(a != b for a, b in mixed):
+        raise rw.error("'reduce-window' with operands and init values of mixed precision ("
+                       + ", ".join(f"{a} and {b}" for a, b in mixed if a != b) + ") is not supported: convert the "
+                       "operand first, or run with --backend interpreter")
     name = computation_name(rw, "to_apply")
     shape = _shape(xs[0])
     rank = len(shape)
