@@ -323,3 +323,20 @@ def test_cache_key_covers_the_c_runtime_dialect_and_grammar() -> None:
     names = {path.name for _, path in source_files()}
     assert {"support.c", "hlo.lark", "jit.py", "lower_to_llvm.py"} <= names
     assert any(name.endswith(".mlir") for name in names)
+
+
+def test_split_build_reports_parts_to_the_progress_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long compile shows `[k/n]` parts built (hlo_mlir.progress), not only its stage."""
+    from hlo_mlir.runtime import native
+
+    steps: list[tuple[int, int]] = []
+    monkeypatch.setattr(native.progress, "step", lambda k, n: steps.append((k, n)))
+    sources = []
+    for i in range(3):
+        src = tmp_path / f"p{i}.ll"
+        src.write_text(f"define i32 @f{i}(i32 %x) {{\n  %y = add i32 %x, {i}\n  ret i32 %y\n}}\n")
+        sources.append(str(src))
+    objects = [s[:-3] + ".o" for s in sources]
+    native._compile_parts(sources, objects, 2, 2)
+    assert steps == [(1, 3), (2, 3), (3, 3)]
+    assert all(Path(o).stat().st_size > 0 for o in objects)

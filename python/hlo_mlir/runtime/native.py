@@ -31,6 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from hlo_mlir import progress
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.passes.lower_to_llvm import interruptible
 
@@ -282,8 +283,10 @@ def _compile_parts_in_process(api: _LlvmCApi, sources: list[str], objects: list[
         Path(obj).write_bytes(api.compile(Path(source).read_bytes(), opt_level))
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        for f in [pool.submit(one, s, o) for s, o in zip(sources, objects)]:
+        futures = [pool.submit(one, s, o) for s, o in zip(sources, objects)]
+        for k, f in enumerate(concurrent.futures.as_completed(futures), 1):
             f.result()
+            progress.step(k, len(futures))
 
 
 def _compile_parts(sources: list[str], objects: list[str], opt_level: int, jobs: int) -> None:
@@ -291,8 +294,9 @@ def _compile_parts(sources: list[str], objects: list[str], opt_level: int, jobs:
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(_compile_part, s, o, opt_level) for s, o in zip(sources, objects)]
         try:
-            for f in futures:
+            for k, f in enumerate(concurrent.futures.as_completed(futures), 1):
                 f.result()
+                progress.step(k, len(futures))
         except BaseException:  # Ctrl-C (or a failed part): stop the other processes now, not at their end
             for f in futures:
                 f.cancel()
