@@ -43,8 +43,10 @@ def test_reduce_f32(dims: tuple, op: str, init: str) -> None:
 
 def test_reduce_add_long_rows_exact() -> None:
     """A vectorized f64 sum of f32 rows gives the interpreter's sequentially rounded result."""
-    x = RNG.standard_normal((7, 4099)).astype(np.float32) * np.float32(1e3)
-    check(reduce_text("add", "f32", (7, 4099), (1,), "0.25"), x, xla_tol=1e-5)
+    # Its own generator: the module's RNG depends on which tests ran before in this xdist worker, and XLA's
+    # summation order differs from the sequential one by up to ~4e-3 on rows that cancel to ~200.
+    x = np.random.default_rng(44).standard_normal((7, 4099)).astype(np.float32) * np.float32(1e3)
+    check(reduce_text("add", "f32", (7, 4099), (1,), "0.25"), x, xla_tol=1e-4)
 
 
 @pytest.mark.parametrize("op,init", [("maximum", "-inf"), ("minimum", "inf")])
