@@ -333,27 +333,6 @@ def pad_into_reduce_window(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
                    mlir_attrs={"to_apply": op.attributes["to_apply"]})
 
 
-def _tupled_binary_reducer(ctx: Ctx, op: ir.Operation) -> str | None:
-    """The opcode when `op`'s single computation is `tuple(opcode(p0, p1))` of its two scalar parameters
-    (a commutative reducer opcode, either operand order); None otherwise."""
-    callee = edit.callees(op)
-    fn = ctx.computation(callee[0]) if len(callee) == 1 else None
-    if fn is None:
-        return None
-    block = edit.body(fn)
-    ops = [o.operation for o in block.operations]
-    args = list(block.arguments)
-    if len(args) != 2 or len(ops) != 3 or opcode_of(ops[1]) != "tuple" or ops[2].name != "func.return":
-        return None
-    opcode = opcode_of(ops[0])
-    operands = list(ops[0].operands)
-    if opcode not in traits.REDUCERS or opcode not in traits.COMMUTATIVE or operands not in (args, args[::-1]):
-        return None
-    if list(ops[1].operands) != [ops[0].result] or list(ops[2].operands) != [ops[1].result]:
-        return None
-    return opcode
-
-
 @rule("reduce", "reduce-window")
 def reduce_of_one_tuple(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     """A single-operand reduce (or reduce-window) whose computation returns a one-element tuple of one
@@ -363,7 +342,8 @@ def reduce_of_one_tuple(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
         return None
     out = result.elements[0]
     init = array(op.operands[1])
-    opcode = _tupled_binary_reducer(ctx, op)
+    kinds = _independent_reducers(ctx, op, 1)  # the computation is tuple(opcode(p0, p1))
+    opcode = kinds[0] if kinds else None
     if opcode is None or not isinstance(out, ArrayType) or init is None or init.element != out.element:
         return None
     fn = ctx.computation(edit.callees(op)[0])
