@@ -20,6 +20,19 @@ import hlo_grammar
 SLICE_SECONDS = 10.0  # the whole file stays near 30 s on an idle machine
 
 
+def _run_unverified(text: str, tmp_path: Path) -> str:
+    """`hlo-run in.hlo --no-verify --random-inputs --backend interpreter` in process: exit 1 with a
+    diagnostic (no traceback, hang or crash); its stderr."""
+    from hlo_mlir.tools import hlo_run
+
+    path = tmp_path / "in.hlo"
+    path.write_text(text)
+    rc, err = frontend_fuzz._call(hlo_run.main, [str(path), "--no-verify", "--random-inputs", "--backend",
+                                                 "interpreter"], 60)
+    assert rc == 1 and frontend_fuzz.problem(rc, err) is None, err
+    return err
+
+
 @settings(max_examples=25, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(data=st.data())
@@ -55,13 +68,7 @@ def test_mutation_slice(tmp_path: Path) -> None:
      "random input for parameter 0 (f64[1,1,2147483648]): needs 32.0 GiB, more than the"),
 ])
 def test_findings(text: str, message: str, tmp_path: Path) -> None:
-    from hlo_mlir.tools import hlo_run
-
-    path = tmp_path / "in.hlo"
-    path.write_text(text)
-    rc, err = frontend_fuzz._call(hlo_run.main, [str(path), "--no-verify", "--random-inputs", "--backend",
-                                                 "interpreter"], 60)
-    assert frontend_fuzz.problem(rc, err) is None and rc == 1, err
+    err = _run_unverified(text, tmp_path)
     assert message in err
 
 
@@ -81,14 +88,8 @@ def test_reduce_to_zero_columns() -> None:
 def test_unverified_recursive_call_names_the_rule(tmp_path: Path) -> None:
     """ENTRY calling itself with too few arguments under --no-verify (grammar modules): the call's broken
     rule, not an IndexError inside the callee."""
-    from hlo_mlir.tools import hlo_run
-
-    path = tmp_path / "in.hlo"
-    path.write_text("HloModule m\nENTRY main {\n  p = s32[2] parameter(0)\n  q = s32[2] parameter(1)\n"
-                    "  c = s32[2] call(p), to_apply=main\n  ROOT a = s32[2] add(p, q)\n}\n")
-    rc, err = frontend_fuzz._call(hlo_run.main, [str(path), "--no-verify", "--random-inputs", "--backend",
-                                                 "interpreter"], 60)
-    assert rc == 1 and frontend_fuzz.problem(rc, err) is None, err
+    err = _run_unverified("HloModule m\nENTRY main {\n  p = s32[2] parameter(0)\n  q = s32[2] parameter(1)\n"
+                          "  c = s32[2] call(p), to_apply=main\n  ROOT a = s32[2] add(p, q)\n}\n", tmp_path)
     assert "in.hlo:5:3: error: call 'c': computation 'main' takes 2 parameters but 1 operands are passed" in err
 
 
@@ -105,27 +106,16 @@ def test_unverified_recursive_call_names_the_rule(tmp_path: Path) -> None:
      "random input for parameter 0 (u32[2147483648,1099511627776]): needs "),
 ])
 def test_unverified_findings(text: str, message: str, tmp_path: Path) -> None:
-    from hlo_mlir.tools import hlo_run
-
-    path = tmp_path / "in.hlo"
-    path.write_text(text)
-    rc, err = frontend_fuzz._call(hlo_run.main, [str(path), "--no-verify", "--random-inputs", "--backend",
-                                                 "interpreter"], 60)
-    assert rc == 1 and frontend_fuzz.problem(rc, err) is None, err
+    err = _run_unverified(text, tmp_path)
     assert message in err
 
 
 def test_unverified_call_of_another_shape(tmp_path: Path) -> None:
     """A call passing s32[4,0] to a computation declared for s32[4,16] (a corpus mutation): the kernel that
     fails inside the callee names the call's broken rule."""
-    from hlo_mlir.tools import hlo_run
-
-    path = tmp_path / "in.hlo"
-    path.write_text("HloModule m\nf {\n  a = s32[4,16] parameter(0)\n  ROOT n = s32[4,16] negate(a)\n}\n"
-                    "ENTRY e {\n  p = s32[4,0] parameter(0)\n  ROOT c = s32[4,16] call(p), to_apply=f\n}\n")
-    rc, err = frontend_fuzz._call(hlo_run.main, [str(path), "--no-verify", "--random-inputs", "--backend",
-                                                 "interpreter"], 60)
-    assert rc == 1 and frontend_fuzz.problem(rc, err) is None, err
+    text = ("HloModule m\nf {\n  a = s32[4,16] parameter(0)\n  ROOT n = s32[4,16] negate(a)\n}\n"
+            "ENTRY e {\n  p = s32[4,0] parameter(0)\n  ROOT c = s32[4,16] call(p), to_apply=f\n}\n")
+    err = _run_unverified(text, tmp_path)
     assert "the module is ill-formed: 'c' (" in err and "does not match parameter 0 s32[4,16]" in err
 
 
@@ -155,11 +145,5 @@ def test_unsigned_minus_zero_constant(tmp_path: Path) -> None:
 ])
 def test_more_unverified_findings(text: str, message: str, tmp_path: Path) -> None:
     """Grammar and corpus mutations the interpreter met unverified: a diagnostic naming the rule."""
-    from hlo_mlir.tools import hlo_run
-
-    path = tmp_path / "in.hlo"
-    path.write_text(text)
-    rc, err = frontend_fuzz._call(hlo_run.main, [str(path), "--no-verify", "--random-inputs", "--backend",
-                                                 "interpreter"], 60)
-    assert rc == 1 and frontend_fuzz.problem(rc, err) is None, err
+    err = _run_unverified(text, tmp_path)
     assert message in err
