@@ -16,6 +16,7 @@ import numpy as np
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.frontend.literals import format_literal
+from hlo_mlir.memory import meminfo_bytes
 from hlo_mlir.types import ArrayType, HloType, TokenType, TupleType, flatten
 
 
@@ -54,18 +55,6 @@ def random_value(t: HloType, rng: np.random.Generator) -> Any:
     return rng.standard_normal(t.dims).astype(t.dtype)
 
 
-def _available_bytes() -> int | None:
-    """MemAvailable of /proc/meminfo (None where there is none)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
 def _random_bytes(t: HloType) -> int:
     """Peak bytes to draw a random value of `t`: NumPy draws in f64 (two for complex), then converts."""
     if isinstance(t, TupleType):
@@ -80,7 +69,7 @@ def random_inputs(types: Sequence[HloType], seed: int = 0) -> list[Any]:
     """Refused, rather than left to swap for minutes, when they need more memory than is available."""
     if seed < 0:
         raise HloError(f"the seed of random inputs must be a non-negative integer, got {seed}")
-    available = _available_bytes()
+    available = meminfo_bytes("MemAvailable")
     for i, t in enumerate(types):
         need = _random_bytes(t)
         if available is not None and need > available:

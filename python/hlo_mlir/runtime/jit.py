@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from hlo_mlir.diagnostics import HloError
+from hlo_mlir.memory import meminfo_bytes
 from hlo_mlir.runtime import host
 from hlo_mlir.types import ArrayType
 
@@ -34,15 +35,7 @@ _GLOBAL_SENTINEL = 0xDEADBEEF  # memref.get_global's "allocated" pointer
 
 def _memory_bytes() -> int:
     """Physical memory plus swap: no allocation larger than this can succeed."""
-    total = 0
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith(("MemTotal:", "SwapTotal:")):
-                    total += int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        total = 0
-    return total or os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return meminfo_bytes("MemTotal", "SwapTotal") or os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 _MEMORY_BYTES = _memory_bytes()
