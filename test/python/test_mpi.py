@@ -99,29 +99,27 @@ def _mpiexec(n: int, *args: str, timeout: float = TIMEOUT_S) -> subprocess.Compl
                           timeout=timeout)
 
 
-@pytest.mark.parametrize("name", FILES)
-def test_corpus_under_mpiexec(name: str, expected: dict, tmp_path: Path) -> None:
-    """Every device's outputs under `mpiexec -n N ... --mpi` (interpreter) are XLA's."""
+def _corpus_under_mpiexec(name: str, backend: str, expected: dict, tmp_path: Path) -> None:
     n = devices_of(name)
     where = expected["root"] / name
-    proc = _mpiexec(n, str(CORPUS / name), "--backend", "interpreter", "--inputs", str(where / "in.{rank}.npz"),
+    proc = _mpiexec(n, str(CORPUS / name), "--backend", backend, "--inputs", str(where / "in.{rank}.npz"),
                     "--outputs", str(tmp_path / "out.{rank}.npz"))
     assert proc.returncode == 0, proc.stderr
     for d in range(n):
         _check(name, _npz(tmp_path / f"out.{d}.npz"), expected[name][d], d)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_corpus_under_mpiexec(name: str, expected: dict, tmp_path: Path) -> None:
+    """Every device's outputs under `mpiexec -n N ... --mpi` (interpreter) are XLA's."""
+    _corpus_under_mpiexec(name, "interpreter", expected, tmp_path)
 
 
 @pytest.mark.parametrize("name", ["dp_train_step.n4.hlo", "mesh_2x2.n4.hlo", "replica_form.n4.hlo", "group_modes.n4.hlo",
                                   "async_tuple.n2.hlo"])
 def test_corpus_under_mpiexec_jit(name: str, expected: dict, tmp_path: Path) -> None:
     """The JIT's collectives (host calls into the same kernels) over MPI give XLA's results too."""
-    n = devices_of(name)
-    where = expected["root"] / name
-    proc = _mpiexec(n, str(CORPUS / name), "--backend", "jit", "--inputs", str(where / "in.{rank}.npz"),
-                    "--outputs", str(tmp_path / "out.{rank}.npz"))
-    assert proc.returncode == 0, proc.stderr
-    for d in range(n):
-        _check(name, _npz(tmp_path / f"out.{d}.npz"), expected[name][d], d)
+    _corpus_under_mpiexec(name, "jit", expected, tmp_path)
 
 
 @pytest.mark.parametrize("backend", ["interpreter", "jit"])
