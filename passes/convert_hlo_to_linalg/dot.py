@@ -18,6 +18,8 @@ import math
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
+from hlo_mlir.dialects import opcode_of
+from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.passes.convert_hlo_to_linalg.core import (NARROW_FLOATS, SUPPORTED_FLOATS, Rewriter, element_mlir_type,
                                                         rule)
 from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import complex_add, complex_mul, complex_zero, convert_scalar
@@ -60,10 +62,12 @@ def _copies(shape: list[int], batch: list[int], free: list[int], contract: list[
     return 0 if ident in ([*batch, *free, *contract], [*batch, *contract, *free]) else math.prod(shape)
 
 
-def _kernel(rw: Rewriter, lb: list[int], rb: list[int], lc: list[int], rc: list[int]) -> ir.Value:
-    """The dot as one batched matmul (see the module docstring)."""
-    lhs, rhs = rw.operand(0), rw.operand(1)
-    le, re_, oe = rw.operand_element(0), rw.operand_element(1), rw.result_element()
+def _kernel(rw: Rewriter, lhs: ir.Value, rhs: ir.Value, elements: tuple[ElementType, ElementType],
+            lb: list[int], rb: list[int], lc: list[int], rc: list[int], shape: list[int]) -> ir.Value:
+    """The dot of `lhs` and `rhs` (elements `elements`) as one batched matmul (see the module docstring),
+    viewed as `shape`."""
+    le, re_ = elements
+    oe = rw.result_element()
     ls, rs = shape_of(lhs), shape_of(rhs)
     lf = [i for i in range(len(ls)) if i not in lb and i not in lc]
     rf = [i for i in range(len(rs)) if i not in rb and i not in rc]
@@ -83,7 +87,38 @@ def _kernel(rw: Rewriter, lb: list[int], rb: list[int], lc: list[int], rc: list[
     out_t = element_mlir_type(oe)
     finish = (out_t, lambda v: arith.truncf(out_t, v)) if narrow else None
     out = batch_matmul(rw, a, km, b, not kn, work, load(le), load(re_), finish)
-    return reshape_view(out, rw.result_shape())
+    return reshape_view(out, shape)
+
+
+def _transposed_by_user(rw: Rewriter, nb: int, nlf: int, nrf: int) -> bool:
+    """Whether the dot's only user is a transpose to [batch, rhs free, lhs free]: the product of the
+    swapped operands, which the kernel then writes in the order that transpose reads it (JAX's gradient
+    `transpose(dot(g, x))`; read through the transpose, the product is walked column by column)."""
+    uses = list(rw.op.results[0].uses)
+    if len(uses) != 1 or nlf == 0 or nrf == 0:
+        return False
+    user = uses[0].owner
+    if opcode_of(user) != "transpose":
+        return False
+    want = [*range(nb), *range(nb + nlf, nb + nlf + nrf), *range(nb, nb + nlf)]
+    return list(decode_all(user.attributes)["dimensions"]) == want
+
+
+def _swapped_kernel(rw: Rewriter, lb: list[int], rb: list[int], lc: list[int], rc: list[int]) -> ir.Value:
+    """The dot as the swapped product [batch, rhs free, lhs free], read back through a transposing
+    generic that the user's transpose cancels when the elementwise ops fuse."""
+    lhs, rhs = rw.operand(0), rw.operand(1)
+    ls, rs = shape_of(lhs), shape_of(rhs)
+    lf = [i for i in range(len(ls)) if i not in lb and i not in lc]
+    rf = [i for i in range(len(rs)) if i not in rb and i not in rc]
+    nb, nlf, nrf = len(lb), len(lf), len(rf)
+    swapped_shape = [ls[i] for i in lb] + [rs[i] for i in rf] + [ls[i] for i in lf]
+    product = _kernel(rw, rhs, lhs, (rw.operand_element(1), rw.operand_element(0)), rb, lb, rc, lc, swapped_shape)
+    rank = nb + nlf + nrf
+    dims = [ir.AffineDimExpr.get(i) for i in range(rank)]
+    read = ir.AffineMap.get(rank, 0, dims[:nb] + dims[nb + nlf:] + dims[nb:nb + nlf])
+    return rw.generic([product], [read], rw.result_shape(), [ir.RankedTensorType(product.type).element_type],
+                      lambda v, _o: [v])[0]
 
 
 @rule("dot")
@@ -96,7 +131,10 @@ def dot(rw: Rewriter) -> list[ir.Value]:
     rshape = shape_of(rhs)
     madds = math.prod(shape_of(lhs)) * math.prod(n for i, n in enumerate(rshape) if i not in rb and i not in rc)
     if all(e.hlo in SUPPORTED_FLOATS for e in (le, re_, oe)) and madds >= MIN_KERNEL_WORK:
-        return [_kernel(rw, lb, rb, lc, rc)]
+        lfree = len(shape_of(lhs)) - len(lb) - len(lc)
+        if _transposed_by_user(rw, len(lb), lfree, len(rshape) - len(rb) - len(rc)):
+            return [_swapped_kernel(rw, lb, rb, lc, rc)]
+        return [_kernel(rw, lhs, rhs, (le, re_), lb, rb, lc, rc, rw.result_shape())]
     # Complex operands of a real result: multiply and sum in complex, keep the real part (as XLA).
     mixed = not oe.is_complex and (le.is_complex or re_.is_complex)
     ce = BY_HLO["c64" if oe.is_float and oe.bits <= 32 else "c128"] if mixed else oe

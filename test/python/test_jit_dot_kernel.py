@@ -75,6 +75,29 @@ def test_dot_kernel(lhs: str, rhs: str, out: str, dims: str) -> None:
     _run(text, lhs, rhs, out, 7)
 
 
+TRANSPOSED_PRODUCTS = [
+    ("f32[128,96]", "f32[128,80]", "f32[96,80]", "lhs_contracting_dims={0}, rhs_contracting_dims={0}", "1,0"),
+    ("f32[2,40,64]", "f32[2,64,48]", "f32[2,40,48]",
+     "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}", "0,2,1"),
+    ("bf16[64,40]", "bf16[64,50]", "bf16[40,50]", "lhs_contracting_dims={0}, rhs_contracting_dims={0}", "1,0"),
+]
+
+
+@pytest.mark.parametrize("lhs,rhs,out,dims,perm", TRANSPOSED_PRODUCTS)
+def test_dot_read_through_transpose(lhs: str, rhs: str, out: str, dims: str, perm: str) -> None:
+    """A dot whose one user transposes it to [batch, rhs free, lhs free] (JAX's weight gradients) is computed
+    as the swapped product, read in place by the fused update (no transposing kernel left)."""
+    shape = [int(x) for x in out[out.index("[") + 1 : -1].split(",")]
+    order = [int(p) for p in perm.split(",")]
+    t_shape = f"{out[: out.index('[')]}[{','.join(str(shape[p]) for p in order)}]"
+    text = (f"HloModule m\nENTRY e {{\n  a = {lhs} parameter(0)\n  b = {rhs} parameter(1)\n"
+            f"  d = {out} dot(a, b), {dims}\n  t = {t_shape} transpose(d), dimensions={{{perm}}}\n"
+            f"  ROOT n = {t_shape} negate(t)\n}}\n")
+    loops = emit(hlo_mlir.load(text), "linalg")
+    assert loops.count("hlo_jit.schedule") == 2  # the kernel and its rhs packing, nothing else scheduled
+    _run(text, lhs, rhs, out, 11)
+
+
 CONVS = [
     ("f32[1,14,14,32]", "f32[3,3,32,48]", "f32[1,14,14,48]", "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"),
     ("f32[1,15,15,16]", "f32[3,3,16,32]", "f32[1,7,7,32]", "window={size=3x3 stride=2x2 pad=0_1x0_1}, "
