@@ -447,6 +447,8 @@ class Padding(Kind):
     description = "a padding config like 0_1x2_2_1"
 
     def encode(self, v: Value, raw: str) -> ir.Attribute:
+        if v.kind == "brace" and not v.items():  # a scalar's (XLA writes nothing there and cannot read it back)
+            return ir.DenseI64ArrayAttr.get([])
         if v.kind != "atom":
             raise AttrError(f"expected {self.description}", v)
         nums: list[int] = []
@@ -459,6 +461,8 @@ class Padding(Kind):
 
     def export(self, a: ir.Attribute) -> str:
         n = list(ir.DenseI64ArrayAttr(a))
+        if not n:
+            return "{}"
         interior = any(n[i + 2] for i in range(0, len(n), 3))
         return "x".join(
             f"{n[i]}_{n[i + 1]}" + (f"_{n[i + 2]}" if interior else "") for i in range(0, len(n), 3)

@@ -302,6 +302,8 @@ def pad(rw: Rewriter) -> list[ir.Value]:
         return [rw.empty(shape, element)]
     if 0 in src:
         return [rw.filled(shape, tensor.ExtractOp(value, []).result)]
+    if not src:  # a scalar has nothing to pad
+        return [x]
     i64 = ir.IntegerType.get_signless(64)
 
     def body(pad_value: ir.Value, _out: ir.Value) -> list[ir.Value]:
