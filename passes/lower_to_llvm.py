@@ -15,7 +15,7 @@ from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.passes import (fusion_limit, linalg_fast_math, linalg_recompute, linalg_schedules, outline_kernels,
-                             parallelize, tile_transposes)
+                             parallelize, tile_transposes, widen_i1_memrefs)
 
 if TYPE_CHECKING:
     from hlo_mlir.module import Module
@@ -100,6 +100,7 @@ def to_loops(module: ir.Module, profile: bool = False, threads: int = 0) -> ir.M
     _run(module, FUSE, "loops")
     fusion_limit.remove(module)
     _run(module, BUFFERS, "buffers")
+    widen_i1_memrefs.apply(module)
     _strided_copies_to_linalg(module)
     outline_kernels.apply(module, profile)
     _run(module, AFFINE, "loops")
