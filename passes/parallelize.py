@@ -21,7 +21,9 @@ from hlo_mlir.diagnostics import HloError
 from hlo_mlir.passes import outline_kernels
 
 MIN_ELEMENTS = 1 << 18
-_PIPELINE = "func.func(canonicalize,affine-parallelize{max-nested=1})"
+# Single-iteration loops go first (promote-single-iter): a unit outermost loop (the batch of 1 a matmul's
+# result keeps when its elementwise consumers fuse through the reshapes) would be the one made parallel.
+_PIPELINE = "func.func(affine-loop-normalize{promote-single-iter},canonicalize,affine-parallelize{max-nested=1})"
 
 
 def configured_threads() -> int:
