@@ -26,7 +26,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="one .npz (keys arg0, arg1, ...) or one .npy / literal-text file per parameter; with several "
                         "devices, {rank} in a path is the device index (a path without it is every device's)")
     p.add_argument("--random-inputs", action="store_true", help="generate inputs from the parameter shapes")
-    p.add_argument("--seed", type=int, default=0, help="seed for --random-inputs and --elided-constants=random")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed for --random-inputs, --elided-constants=random and the rng instructions")
     p.add_argument("--elided-constants", choices=("random", "zeros"),
                    help="fill constants the text elided as {...} (a warning names them); random values are small "
                         "and positive, seeded by --seed")
@@ -143,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         _check_timing_options(args)
         text, filename = read_input(args.input)
         module = load(text, filename=filename, verify=args.verify)
+        module.seed_rng(args.seed)
         if args.elided_constants:
             filled = fill_elided_constants(module.mlir, args.elided_constants, args.seed)
             if filled:

@@ -9,11 +9,11 @@ once from the counter and the number of generator calls.
 
 from __future__ import annotations
 
+from hlo_mlir.interpreter import ops_rng
+from hlo_mlir.passes.convert_hlo_to_linalg.core import NARROW_FLOATS, Rewriter, element_mlir_type, rule, scalar_of
+from hlo_mlir.types import ArrayType, ElementType, TupleType
 from mlir import ir
-from mlir.dialects import arith, tensor
-
-from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, element_mlir_type, rule
-from hlo_mlir.types import ArrayType, TupleType
+from mlir.dialects import arith, math, memref, tensor
 
 _ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)
 _M32 = (1 << 32) - 1
@@ -203,3 +203,190 @@ def rng_bit_generator(rw: Rewriter) -> list[ir.Value]:
     (result,) = rw.generic([], [], list(dims), [out_t], body)
     new = tensor.FromElementsOp(ir.RankedTensorType.get(list(state_t.dims), ops.i64), new_state).result
     return [new, result]
+
+
+# ----------------------------------------------------------------------------- rng
+
+RNG_GLOBAL_ATTR = "hlo.rng_instruction"  # on the memref.global of an `rng` instruction's stream: its identity
+
+
+class _MlirArith:
+    """`ops_rng.Arith` as scalar arith/math ops at the insertion point (inside the output loop)."""
+
+    def __init__(self, ops: _Ops) -> None:
+        self.ops = ops
+        self.types = {"u32": ops.i32, "u64": ops.i64, "f32": ir.F32Type.get(), "f64": ir.F64Type.get()}
+
+    def const(self, kind: str, value: float) -> ir.Value:
+        return self.ops.rw.constant(self.types[kind], value)
+
+    def add(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.addi(x, y)
+
+    def sub(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.subi(x, y)
+
+    def mullo(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.muli(x, y)
+
+    def mulhi(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.MulUIExtendedOp(x, y).results[1]
+
+    def shr(self, x: ir.Value, k: int) -> ir.Value:
+        return arith.shrui(x, self.ops.rw.constant(x.type, k))
+
+    def shl(self, x: ir.Value, k: int) -> ir.Value:
+        return arith.shli(x, self.ops.rw.constant(x.type, k))
+
+    def bor(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.ori(x, y)
+
+    def band(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.andi(x, y)
+
+    def ult(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.cmpi(arith.CmpIPredicate.ult, x, y)
+
+    def ugt(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.cmpi(arith.CmpIPredicate.ugt, x, y)
+
+    def slt(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.cmpi(arith.CmpIPredicate.slt, x, y)
+
+    def eq(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.cmpi(arith.CmpIPredicate.eq, x, y)
+
+    def any_of(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.ori(x, y)
+
+    def select(self, c: ir.Value, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.select(c, x, y)
+
+    def lo(self, x: ir.Value) -> ir.Value:
+        return self.ops.lo(x)
+
+    def join(self, lo: ir.Value, hi: ir.Value) -> ir.Value:
+        return self.ops.join(lo, hi)
+
+    def bitcast(self, x: ir.Value, kind: str) -> ir.Value:
+        return arith.bitcast(self.types[kind], x)
+
+    def itof(self, x: ir.Value, kind: str) -> ir.Value:
+        return arith.sitofp(self.types[kind], x)
+
+    def subf(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.subf(x, y)
+
+    def addf(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.addf(x, y)
+
+    def mulf(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.mulf(x, y)
+
+    def divf(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.divf(x, y)
+
+    def fma(self, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
+        return math.fma(x, y, z)
+
+    def sqrt(self, x: ir.Value) -> ir.Value:
+        return math.sqrt(x)
+
+    def negf(self, x: ir.Value) -> ir.Value:
+        return arith.negf(x)
+
+    def fge(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.cmpf(arith.CmpFPredicate.OGE, x, y)
+
+    def fgt(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return arith.cmpf(arith.CmpFPredicate.OGT, x, y)
+
+    def philox(self, counter: list, key: ir.Value) -> list:
+        return self.ops.philox(counter, key)
+
+    def to_work(self, x: ir.Value, e: ElementType) -> ir.Value:
+        return arith.extf(self.types["f32"], x) if e.hlo in NARROW_FLOATS else x
+
+    def round(self, x: ir.Value, e: ElementType) -> ir.Value:
+        if e.hlo not in NARROW_FLOATS:
+            return x
+        return arith.extf(x.type, arith.truncf(element_mlir_type(e), x))
+
+    def to_u64(self, x: ir.Value, e: ElementType) -> ir.Value:
+        if ir.IntegerType(x.type).width == 64:
+            return x
+        return arith.extsi(self.ops.i64, x) if e.is_signed_int else arith.extui(self.ops.i64, x)
+
+    def from_u64(self, x: ir.Value, e: ElementType) -> ir.Value:
+        t = element_mlir_type(e)
+        return x if ir.IntegerType(t).width == 64 else arith.trunci(t, x)
+
+
+def _stream_global(rw: Rewriter, instruction: str) -> str:
+    """The symbol of the public `memref<2xi64>` global (key, executions so far) of `instruction`'s stream,
+    declared once per module (every inlined copy of the instruction shares it, as the interpreter's one
+    count); the runtime writes it before a call and reads the executions back after."""
+    block = next(iter(rw.conv.funcs.values())).operation.parent.regions[0].blocks[0]
+    taken = 0
+    for op in block.operations:
+        if op.operation.name == "memref.global" and RNG_GLOBAL_ATTR in op.operation.attributes:
+            if ir.StringAttr(op.operation.attributes[RNG_GLOBAL_ATTR]).value == instruction:
+                return ir.StringAttr(op.operation.attributes["sym_name"]).value
+            taken += 1
+    name = f"hlo_rng_{taken}"
+    i64 = ir.IntegerType.get_signless(64)
+    t = ir.MemRefType.get([2], i64)
+    with ir.InsertionPoint.at_block_begin(block):
+        g = memref.GlobalOp(name, ir.TypeAttr.get(t), sym_visibility="public",
+                            initial_value=ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([2], i64),
+                                                                         ir.IntegerAttr.get(i64, 0)))
+        g.operation.attributes[RNG_GLOBAL_ATTR] = ir.StringAttr.get(instruction)
+    return name
+
+
+def rng_streams(module: ir.Module) -> list[tuple[str, str]]:
+    """(global symbol, instruction identity) of every `rng` stream of a lowered module."""
+    out = []
+    for op in module.body.operations:
+        if op.operation.name == "memref.global" and RNG_GLOBAL_ATTR in op.operation.attributes:
+            out.append((ir.StringAttr(op.operation.attributes["sym_name"]).value,
+                        ir.StringAttr(op.operation.attributes[RNG_GLOBAL_ATTR]).value))
+    return out
+
+
+@rule("rng")
+def rng(rw: Rewriter) -> list[ir.Value]:
+    """`ops_rng.draw` for every output element in a parallel linalg.generic: the stream's key and execution
+    count are loaded from its global (the count incremented) before the loop, each element computes its own
+    Philox block from its flat index."""
+    t = rw.hlo_result_type()
+    assert isinstance(t, ArrayType)
+    dist = str(rw.attrs.get("distribution", "rng_uniform"))
+    why = ops_rng.rng_unsupported(dist, t.element)
+    if why is not None:
+        raise rw.error(f"rng: {why}")
+    if rw.scalar:
+        raise rw.unsupported("an rng inside a scalar computation")
+    ops = _Ops(rw)
+    index = ir.IndexType.get()
+    state_t = ir.MemRefType.get([2], ops.i64)
+    state = memref.get_global(state_t, _stream_global(rw, ops_rng.instruction_id(rw.op)))
+    zero, one = arith.constant(index, 0), arith.constant(index, 1)
+    key = memref.load(state, [zero])
+    execution = memref.load(state, [one])
+    memref.store(arith.addi(execution, ops.c64(1)), state, [one])
+    a, b = scalar_of(rw.operand(0)), scalar_of(rw.operand(1))
+    dims = list(t.dims)
+    strides = [_prod(tuple(dims[d + 1 :])) for d in range(len(dims))]
+    A = _MlirArith(ops)
+
+    def body(*_: ir.Value) -> list[ir.Value]:
+        flat = ops.c64(0)
+        for d, s in enumerate(strides):
+            flat = arith.addi(flat, arith.muli(arith.index_cast(ops.i64, rw.index(d)), ops.c64(s)))
+        w = ops_rng.philox_words(A, flat, execution, key)
+        v = ops_rng.draw(A, dist, t.element, w, a, b)
+        return [arith.truncf(out_t, v) if t.element.hlo in NARROW_FLOATS else v]  # exact: `draw` rounded it
+
+    out_t = element_mlir_type(t.element)
+    return rw.generic([], [], dims, [out_t], body)

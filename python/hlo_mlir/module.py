@@ -29,11 +29,21 @@ class Module:
         self.source = source  # the text it was read from, for diagnostics' source lines
         self._compiled: dict = {}  # the JIT's builds of this module by options (`runtime.jit.compile_module`)
         self._values_checked = False  # no elided constants (checked before the first run)
+        self.rng_seed = 0  # the seed of the `rng` instructions' streams (`seed_rng`)
+        self.rng_streams: dict = {}  # (backend, device) -> their `interpreter.ops_rng.Streams` so far
 
     def invalidate(self) -> None:
         """Forget the compiled code after changing `self.mlir` in place (`passes.apply` does this)."""
         self._compiled = {}
         self._values_checked = False
+
+    def seed_rng(self, seed: int) -> None:
+        """Restart the streams of the module's `rng` instructions from `seed` (both backends draw the same
+        numbers for the same seed and run)."""
+        if not isinstance(seed, int) or not 0 <= seed < 2**64:
+            raise HloError(f"the rng seed must be an integer in [0, 2^64), got {seed!r}")
+        self.rng_seed = seed
+        self.rng_streams = {}
 
     def fill_elided_constants(self, mode: str = "random", seed: int = 0) -> list[str]:
         """Give constants printed elided (`constant({...})`) values: "random" (small, positive) or "zeros";

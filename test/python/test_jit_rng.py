@@ -1,12 +1,19 @@
-"""JIT rng ops: rng-bit-generator bit-exact with the interpreter and XLA; rng and rng-get-and-update-state."""
+"""JIT rng ops: rng-bit-generator bit-exact with the interpreter and XLA; rng (native code) bit-exact with the
+interpreter, run after run; rng-get-and-update-state."""
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import hlo_mlir
+import numpy as np
+import pytest
 from jit_helpers import check
+
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
 
 
 def _rbg(algorithm: str, state: str, out: str) -> str:
@@ -37,21 +44,117 @@ def test_rng_get_and_update_state_advances() -> None:
     assert int(b[0]) == int(a[0]) + 16 and b[1] == a[1]
 
 
-def test_rng_uniform_range_and_normal_shape() -> None:
-    """rng draws from the interpreter's process-wide NumPy generator: same distribution, not the same draws."""
-    text = """HloModule m
+def _same(a: np.ndarray, b: np.ndarray) -> None:
+    assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def _rng(dist: str, et: str, a: str, b: str, shape: str) -> str:
+    return f"""HloModule m
+ENTRY e {{
+  a = {et}[] constant({a})
+  b = {et}[] constant({b})
+  ROOT r = {et}{shape} rng(a, b), distribution={dist}
+}}
+"""
+
+
+RNG_CASES = [
+    ("rng_uniform", "f32", "-2", "3", "[37,5]"), ("rng_uniform", "f64", "1e-3", "7", "[300]"),
+    ("rng_uniform", "bf16", "-1", "1", "[2,3,50]"), ("rng_uniform", "f16", "0", "0.5", "[301]"),
+    ("rng_uniform", "f32", "3", "3", "[4]"), ("rng_uniform", "f32", "3", "-3", "[4]"),
+    ("rng_normal", "f32", "1", "2", "[1000]"), ("rng_normal", "f64", "-5", "0.25", "[999]"),
+    ("rng_normal", "bf16", "0", "1", "[17,3]"), ("rng_normal", "f16", "2", "3", "[100]"),
+    ("rng_uniform", "s32", "-7", "100", "[500]"), ("rng_uniform", "u32", "5", "4294967295", "[33]"),
+    ("rng_uniform", "s64", "-9223372036854775808", "9223372036854775807", "[64]"),
+    ("rng_uniform", "u64", "10", "18446744073709551615", "[65]"), ("rng_uniform", "s8", "-128", "127", "[70]"),
+    ("rng_uniform", "u16", "0", "3", "[9]"), ("rng_uniform", "s4", "-8", "7", "[40]"),
+    ("rng_uniform", "s32", "9", "-9", "[5]"), ("rng_uniform", "f32", "0", "1", "[]"),
+    ("rng_uniform", "u8", "1", "200", "[0,3]"),
+]
+
+
+@pytest.mark.parametrize("case", RNG_CASES, ids=["-".join(c[:2]) + c[4] for c in RNG_CASES])
+def test_rng_native_equals_interpreter_bit_for_bit(case: tuple) -> None:
+    """Three runs of one module: each backend's k-th run draws the same bits, and each run new ones."""
+    m = hlo_mlir.load(_rng(*case))
+    runs = [(m.run(backend="jit")[0], m.run()[0]) for _ in range(3)]
+    for jit, interp in runs:
+        _same(jit, interp)
+    if runs[0][0].size > 1 and case[2] != case[3] and "-3" not in case[2:4] and "-9" not in case[2:4]:
+        assert not np.array_equal(runs[0][0], runs[1][0])
+
+
+LOOPS = """HloModule w
+draw {
+  lo = f32[] parameter(0)
+  hi = f32[] constant(1)
+  ROOT r = f32[1,4] rng(lo, hi), distribution=rng_uniform
+}
+body {
+  p = (s32[], f32[3,4]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  acc = f32[3,4] get-tuple-element(p), index=1
+  lo = f32[] constant(0)
+  r = f32[1,4] call(lo), to_apply=draw
+  z = s32[] constant(0)
+  s = f32[3,4] dynamic-update-slice(acc, r, i, z)
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  ROOT t = (s32[], f32[3,4]) tuple(j, s)
+}
+cond {
+  p = (s32[], f32[3,4]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(3)
+  ROOT c = pred[] compare(i, n), direction=LT
+}
 ENTRY e {
-  lo = f32[] constant(-2)
-  hi = f32[] constant(3)
-  u = f32[1000] rng(lo, hi), distribution=rng_uniform
-  a = s32[] constant(5)
-  b = s32[] constant(9)
-  i = s32[1000] rng(a, b), distribution=rng_uniform
-  n = f32[2000] rng(lo, hi), distribution=rng_normal
-  ROOT t = (f32[1000], s32[1000], f32[2000]) tuple(u, i, n)
+  z = s32[] constant(0)
+  zf = f32[] constant(0)
+  zb = f32[3,4] broadcast(zf), dimensions={}
+  init = (s32[], f32[3,4]) tuple(z, zb)
+  w = (s32[], f32[3,4]) while(init), condition=cond, body=body
+  rows = f32[3,4] get-tuple-element(w), index=1
+  again = f32[1,4] call(zf), to_apply=draw
+  ROOT t = (f32[3,4], f32[1,4]) tuple(rows, again)
 }
 """
-    u, i, n = hlo_mlir.load(text).run(backend="jit")
-    assert u.min() >= -2 and u.max() < 3 and u.std() > 1
-    assert set(np.unique(i)) == {5, 6, 7, 8}
-    assert abs(n.mean() + 2) < 0.3 and abs(n.std() - 3) < 0.3
+
+
+def test_rng_in_a_loop_and_a_computation_called_twice() -> None:
+    """An rng executed by every iteration of a while and by a second call: each execution draws new numbers,
+    the JIT's (its inlined copies share one stream) the same as the interpreter's."""
+    m = hlo_mlir.load(LOOPS)
+    for _ in range(2):
+        rows, again = m.run(backend="jit")
+        ref_rows, ref_again = m.run()
+        _same(rows, ref_rows)
+        _same(again, ref_again)
+        assert len({tuple(r) for r in [*rows.tolist(), *again.tolist()]}) == 4
+
+
+def test_rng_seed_and_compiled_module_from_the_cache(tmp_path: Path) -> None:
+    """hlo-run --seed picks the stream: the same seed gives the same numbers, also from the on-disk cache in
+    a new process (no host callback keeps the module out of it any more), and --compare interpreter agrees."""
+    path = tmp_path / "r.hlo"
+    path.write_text(_rng("rng_normal", "f32", "0", "1", "[8]"))
+    env = {**os.environ, "HLO_MLIR_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(seed: int) -> str:
+        cmd = [sys.executable, str(TOOLS / "hlo_run.py"), str(path), "--seed", str(seed), "--print", "--quiet",
+               "--compare", "interpreter"]
+        done = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    first = run(3)
+    assert "max_abs_error=0 " in first
+    assert any(p.suffix == ".meta" for p in (tmp_path / "cache").rglob("*"))
+    assert run(3) == first
+    assert run(4) != first
+
+
+def test_rng_on_device_threads_is_an_error() -> None:
+    m = hlo_mlir.load(_rng("rng_uniform", "f32", "0", "1", "[4]"))
+    with pytest.raises(hlo_mlir.HloError, match="'e/r': rng instructions keep their streams in globals"):
+        m.run(backend="jit", replicas=2)

@@ -12,18 +12,28 @@ rng-bit-generator is bit-exact with XLA (RngBitGeneratorExpander + lib/prng.cc):
   2 u64 per counter for 64-bit output); the counter advances by the counters used.
 - narrower outputs take the low bits of the 32-bit generator; signed/float outputs are the
   same bits reinterpreted.
-`rng` (rng_uniform / rng_normal) is not bit-comparable with XLA: it draws from a NumPy
-generator with a fixed seed. rng-get-and-update-state keeps a 128-bit state per instruction
-starting at XLA CPU's 0x7012395, returned as u64[2] (low, high) before adding `delta`.
+`rng` (rng_uniform / rng_normal) is not bit-comparable with XLA (XLA keys it per compilation): it is a
+counter-based Philox stream per instruction and execution, defined once below (`draw`) and computed the
+same, bit for bit, by this kernel and the JIT's native code. rng-get-and-update-state keeps a 128-bit state
+per instruction starting at XLA CPU's 0x7012395, returned as u64[2] (low, high) before adding `delta`.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
 
+import numpy as np
+from mlir import ir
+
+from hlo_mlir.dialects import NAME
+from hlo_mlir.interpreter.contraction import fma
 from hlo_mlir.interpreter.ops_dot_conv import wrap_int
 from hlo_mlir.interpreter.registry import Context, InterpreterError, OpView, kernel
-from hlo_mlir.types import BY_HLO, ArrayType
+from hlo_mlir.types import BY_HLO, ArrayType, ElementType
 
 _M32 = (1 << 32) - 1
 _M64 = (1 << 64) - 1
@@ -172,33 +182,375 @@ def rng_bit_generator(op: OpView, args: list, ctx: Context) -> tuple:
     return out_state, _as_result(bits, bits_t)
 
 
-# One generator for the whole process: `rng` results are random but reproducible per run.
-_GENERATOR = np.random.default_rng(0x7012395)
+# ----------------------------------------------------------------------------- rng: the one definition
+#
+# Element i (row-major) of the n-th execution (0-based) of an `rng` instruction takes the Philox-4x32-10 block
+# of key K and 128-bit counter (hi = n, lo = i), four u32 words w0..w3; K mixes the run's seed with the
+# instruction's identity (`Streams.key`). From the words, with only integer operations, IEEE +,-,*,/, sqrt
+# and single-rounding fma (so NumPy and the JIT, whose code generator fuses a multiply feeding an add, compute
+# the same bits; no multiply here ever feeds an add), in the work type W (f32 for f16/bf16/f32, f64 for f64):
+#   frac(x)       the top mantissa-width bits of x as a fraction in [0, 1) (x: w0, or (w1:w0) for f64)
+#   uniform float fma(b - a, frac, a), rounded to the result type; a result >= b (rounding) becomes a
+#   normal      u1 = 1 - frac(first bits) in (0, 1]; the next bits give a quarter turn q (2 bits) and
+#               t = frac(the rest); z = sqrt(-2 log u1) * cos(2 pi (q + t) / 4) (Box-Muller), result
+#               fma(sigma, z, mu); log and cos are the polynomials below after exact range reductions
+#   integer     r = (w3:w2:w1:w0) as a 128-bit fraction; a + floor(r (b - a) / 2^128) (bias <= (b-a)/2^128);
+#               b <= a gives a
+# `draw` is that definition, written against `Arith`: `_NumPyArith` runs it on arrays (the interpreter), the
+# lowering (passes/convert_hlo_to_linalg/rng.py) emits it as scalar arith code in a loop over the output.
+
+RNG_FLOATS = frozenset({"f16", "bf16", "f32", "f64"})
+_M52 = (1 << 52) - 1
+
+
+class Arith(Protocol):
+    """Arithmetic on values of kind u32, u64, f32, f64 (and booleans from comparisons); integer ops wrap."""
+
+    def const(self, kind: str, value: float) -> Any: ...
+    def add(self, x: Any, y: Any) -> Any: ...
+    def sub(self, x: Any, y: Any) -> Any: ...
+    def mullo(self, x: Any, y: Any) -> Any: ...
+    def mulhi(self, x: Any, y: Any) -> Any: ...  # u64 x u64 -> the high u64 of the product
+    def shr(self, x: Any, k: int) -> Any: ...
+    def shl(self, x: Any, k: int) -> Any: ...
+    def bor(self, x: Any, y: Any) -> Any: ...
+    def band(self, x: Any, y: Any) -> Any: ...
+    def ult(self, x: Any, y: Any) -> Any: ...
+    def ugt(self, x: Any, y: Any) -> Any: ...
+    def slt(self, x: Any, y: Any) -> Any: ...  # the u64 bit patterns read as signed
+    def eq(self, x: Any, y: Any) -> Any: ...
+    def any_of(self, x: Any, y: Any) -> Any: ...  # boolean or
+    def select(self, c: Any, x: Any, y: Any) -> Any: ...
+    def lo(self, x: Any) -> Any: ...  # u64 -> low u32
+    def join(self, lo: Any, hi: Any) -> Any: ...  # two u32 -> u64
+    def bitcast(self, x: Any, kind: str) -> Any: ...  # same width
+    def itof(self, x: Any, kind: str) -> Any: ...  # signed integer of the same width -> float
+    def subf(self, x: Any, y: Any) -> Any: ...
+    def addf(self, x: Any, y: Any) -> Any: ...
+    def mulf(self, x: Any, y: Any) -> Any: ...
+    def divf(self, x: Any, y: Any) -> Any: ...
+    def fma(self, x: Any, y: Any, z: Any) -> Any: ...
+    def sqrt(self, x: Any) -> Any: ...
+    def negf(self, x: Any) -> Any: ...
+    def fge(self, x: Any, y: Any) -> Any: ...
+    def fgt(self, x: Any, y: Any) -> Any: ...
+    def philox(self, counter: list, key: Any) -> list: ...  # Philox-4x32-10 of four u32 with a u64 key
+    def to_work(self, x: Any, e: ElementType) -> Any: ...  # a float element -> its work type (exact)
+    def round(self, x: Any, e: ElementType) -> Any: ...  # a work value rounded to e (nearest even), in W
+    def to_u64(self, x: Any, e: ElementType) -> Any: ...  # an integer element, sign/zero-extended
+    def from_u64(self, x: Any, e: ElementType) -> Any: ...  # the low bits as element e
+
+
+@dataclass(frozen=True)
+class _Float:
+    """What the algorithm needs of a work type."""
+
+    int_kind: str
+    width: int
+    mantissa: int
+    one: int  # bits of 1.0
+    half: int  # bits of 0.5
+    sqrt2_mantissa: int
+    ln2_hi: float
+    ln2_lo: float
+    log_terms: int  # enough Taylor terms of atanh for the type's precision on |s| <= 3 - 2 sqrt 2
+    trig_terms: int  # the same for sin and cos on [0, pi/4]
+
+
+_WORK = {
+    "f32": _Float("u32", 32, 23, 0x3F800000, 0x3F000000, 0x3504F3, 0.693145751953125, 1.428606765330187e-06, 5, 5),
+    "f64": _Float("u64", 64, 52, 0x3FF0000000000000, 0x3FE0000000000000, 0x6A09E667F3BCD,
+                  6.93147180369123816490e-01, 1.90821492927058770002e-10, 11, 8),
+}
+# log(m) = 2s + s^3 Q(s^2) with s = (m - 1) / (m + 1); Q's coefficients 2/3, 2/5, ... (atanh's series)
+_LOG_Q = [2.0 / (2 * k + 3) for k in range(11)]
+# cos y = 1 + y^2 C(y^2), sin y = y + y^3 S(y^2): Taylor coefficients
+_COS_C = [(-1) ** (k + 1) / math.factorial(2 * k + 2) for k in range(8)]
+_SIN_S = [(-1) ** (k + 1) / math.factorial(2 * k + 3) for k in range(8)]
+
+
+def work_kind(e: ElementType) -> str:
+    return "f64" if e.hlo == "f64" else "f32"
+
+
+def rng_unsupported(distribution: str, e: ElementType) -> str | None:
+    """Why an `rng` of this distribution and element type cannot run (None: it can); both backends ask."""
+    if distribution not in ("rng_uniform", "rng_normal"):
+        return f"unknown distribution {distribution}"
+    if e.is_float:
+        return None if e.hlo in RNG_FLOATS else f"element type {e.hlo} (rng supports f16, bf16, f32, f64)"
+    if distribution == "rng_normal":
+        return "rng_normal needs a floating-point element type"
+    if e.is_complex or e.bits > 64:
+        return f"element type {e.hlo}"
+    return None
+
+
+def _horner(A: Arith, kind: str, x: Any, coeffs: list[float]) -> Any:
+    p = A.const(kind, coeffs[-1])
+    for c in reversed(coeffs[:-1]):
+        p = A.fma(p, x, A.const(kind, c))
+    return p
+
+
+def _frac(A: Arith, bits: Any, kind: str) -> Any:
+    """The top mantissa-width bits of `bits` (u32 for f32, u64 for f64) as a fraction in [0, 1)."""
+    f = _WORK[kind]
+    m = A.bor(A.shr(bits, f.width - f.mantissa), A.const(f.int_kind, f.one))
+    return A.subf(A.bitcast(m, kind), A.const(kind, 1.0))
+
+
+def _log(A: Arith, u: Any, kind: str) -> Any:
+    """log u for a normal u in (0, 1]: u = 2^e m with m in [sqrt(2)/2, sqrt(2)), then atanh's series."""
+    f = _WORK[kind]
+    ik = f.int_kind
+    bits = A.bitcast(u, ik)
+    mantissa = A.band(bits, A.const(ik, (1 << f.mantissa) - 1))
+    big = A.ugt(mantissa, A.const(ik, f.sqrt2_mantissa))
+    m = A.bitcast(A.bor(mantissa, A.select(big, A.const(ik, f.half), A.const(ik, f.one))), kind)
+    bias = (1 << (f.width - f.mantissa - 2)) - 1
+    e = A.add(A.sub(A.shr(bits, f.mantissa), A.const(ik, bias)), A.select(big, A.const(ik, 1), A.const(ik, 0)))
+    x = A.subf(m, A.const(kind, 1.0))
+    s = A.divf(x, A.addf(x, A.const(kind, 2.0)))
+    z = A.mulf(s, s)
+    log_m = A.fma(A.mulf(s, z), _horner(A, kind, z, _LOG_Q[: f.log_terms]), A.addf(s, s))
+    ef = A.itof(e, kind)
+    return A.fma(ef, A.const(kind, f.ln2_hi), A.fma(ef, A.const(kind, f.ln2_lo), log_m))
+
+
+def _cos_turn(A: Arith, bits: Any, kind: str) -> Any:
+    """cos(2 pi x) for the fraction x of `bits` (u32 for f32, u64 for f64): its top 2 bits pick the quarter
+    turn, the rest the angle t pi/2 in it, reduced to [0, pi/4] (exactly: t or 1 - t)."""
+    f = _WORK[kind]
+    ik = f.int_kind
+    q = A.shr(bits, f.width - 2)
+    t = _frac(A, A.shl(bits, 2), kind)
+    upper = A.fgt(t, A.const(kind, 0.5))
+    y = A.mulf(A.select(upper, A.subf(A.const(kind, 1.0), t), t), A.const(kind, math.pi / 2))
+    y2 = A.mulf(y, y)
+    cos_y = A.fma(y2, _horner(A, kind, y2, _COS_C[: f.trig_terms]), A.const(kind, 1.0))
+    sin_y = A.fma(A.mulf(y, y2), _horner(A, kind, y2, _SIN_S[: f.trig_terms]), y)
+    cos_t = A.select(upper, sin_y, cos_y)  # cos(t pi/2)
+    sin_t = A.select(upper, cos_y, sin_y)
+    odd = A.eq(A.band(q, A.const(ik, 1)), A.const(ik, 1))
+    v = A.select(odd, sin_t, cos_t)  # quarter turns 0..3: cos, -sin, -cos, sin
+    negative = A.any_of(A.eq(q, A.const(ik, 1)), A.eq(q, A.const(ik, 2)))
+    return A.select(negative, A.negf(v), v)
+
+
+def philox_words(A: Arith, index: Any, execution: Any, key: Any) -> list:
+    """The Philox block of element `index` (u64) in execution `execution` (u64) under `key` (u64)."""
+    return A.philox([A.lo(index), A.lo(A.shr(index, 32)), A.lo(execution), A.lo(A.shr(execution, 32))], key)
+
+
+def draw(A: Arith, distribution: str, e: ElementType, w: list, a: Any, b: Any) -> Any:
+    """One element of `rng` (see above) from its Philox words `w` and the operands `a`, `b` (elements of e)."""
+    if e.is_float:
+        kind = work_kind(e)
+        wide = kind == "f64"
+        first = A.join(w[0], w[1]) if wide else w[0]
+        a, b = A.to_work(a, e), A.to_work(b, e)
+        if distribution == "rng_uniform":
+            x = A.round(A.fma(A.subf(b, a), _frac(A, first, kind), a), e)
+            return A.select(A.fge(x, b), a, x)
+        second = A.join(w[2], w[3]) if wide else w[1]
+        u1 = A.subf(A.const(kind, 1.0), _frac(A, first, kind))
+        r = A.sqrt(A.mulf(_log(A, u1, kind), A.const(kind, -2.0)))
+        return A.round(A.fma(b, A.mulf(r, _cos_turn(A, second, kind)), a), e)
+    lo, hi = A.to_u64(a, e), A.to_u64(b, e)
+    valid = A.slt(lo, hi) if e.is_signed_int else A.ult(lo, hi)
+    span = A.sub(hi, lo)
+    r_lo, r_hi = A.join(w[0], w[1]), A.join(w[2], w[3])
+    top = A.mullo(r_hi, span)
+    mid = A.add(top, A.mulhi(r_lo, span))
+    offset = A.add(A.mulhi(r_hi, span), A.select(A.ult(mid, top), A.const("u64", 1), A.const("u64", 0)))
+    return A.from_u64(A.select(valid, A.add(lo, offset), lo), e)
+
+
+class _NumPyArith:
+    """`Arith` on NumPy arrays and scalars (wrapping integer arithmetic, IEEE float operations)."""
+
+    _DTYPES: ClassVar[dict[str, type]] = {"u32": np.uint32, "u64": np.uint64, "f32": np.float32, "f64": np.float64}
+
+    def const(self, kind: str, value: float) -> Any:
+        return self._DTYPES[kind](value)
+
+    def add(self, x: Any, y: Any) -> Any:
+        return x + y
+
+    def sub(self, x: Any, y: Any) -> Any:
+        return x - y
+
+    def mullo(self, x: Any, y: Any) -> Any:
+        return x * y
+
+    def mulhi(self, x: Any, y: Any) -> Any:
+        m, k = np.uint64(_M32), np.uint64(32)
+        x0, x1, y0, y1 = x & m, x >> k, y & m, y >> k
+        p01, p10 = x0 * y1, x1 * y0
+        carry = ((x0 * y0) >> k) + (p01 & m) + (p10 & m)
+        return x1 * y1 + (p01 >> k) + (p10 >> k) + (carry >> k)
+
+    def shr(self, x: Any, k: int) -> Any:
+        return x >> x.dtype.type(k)
+
+    def shl(self, x: Any, k: int) -> Any:
+        return x << x.dtype.type(k)
+
+    def bor(self, x: Any, y: Any) -> Any:
+        return x | y
+
+    def band(self, x: Any, y: Any) -> Any:
+        return x & y
+
+    def ult(self, x: Any, y: Any) -> Any:
+        return x < y
+
+    def ugt(self, x: Any, y: Any) -> Any:
+        return x > y
+
+    def slt(self, x: Any, y: Any) -> Any:
+        return np.asarray(x).view(np.int64) < np.asarray(y).view(np.int64)
+
+    def eq(self, x: Any, y: Any) -> Any:
+        return x == y
+
+    def any_of(self, x: Any, y: Any) -> Any:
+        return x | y
+
+    def select(self, c: Any, x: Any, y: Any) -> Any:
+        return np.where(c, x, y)
+
+    def lo(self, x: Any) -> Any:
+        return np.asarray(x & np.uint64(_M32)).astype(np.uint32)
+
+    def join(self, lo: Any, hi: Any) -> Any:
+        return _join_u32(lo, hi)
+
+    def bitcast(self, x: Any, kind: str) -> Any:
+        return np.asarray(x).view(self._DTYPES[kind])
+
+    def itof(self, x: Any, kind: str) -> Any:
+        signed = np.int32 if kind == "f32" else np.int64
+        return np.asarray(x).view(signed).astype(self._DTYPES[kind])
+
+    def subf(self, x: Any, y: Any) -> Any:
+        return x - y
+
+    def addf(self, x: Any, y: Any) -> Any:
+        return x + y
+
+    def mulf(self, x: Any, y: Any) -> Any:
+        return x * y
+
+    def divf(self, x: Any, y: Any) -> Any:
+        return x / y
+
+    def fma(self, x: Any, y: Any, z: Any) -> Any:
+        return fma(x, y, z, np.result_type(x, y, z).type)
+
+    def sqrt(self, x: Any) -> Any:
+        return np.sqrt(x)
+
+    def negf(self, x: Any) -> Any:
+        return -x
+
+    def fge(self, x: Any, y: Any) -> Any:
+        return x >= y
+
+    def fgt(self, x: Any, y: Any) -> Any:
+        return x > y
+
+    def philox(self, counter: list, key: Any) -> list:
+        return philox4x32(counter, int(key))
+
+    def to_work(self, x: Any, e: ElementType) -> Any:
+        return np.asarray(x).astype(self._DTYPES[work_kind(e)])
+
+    def round(self, x: Any, e: ElementType) -> Any:
+        return np.asarray(x).astype(e.dtype).astype(x.dtype) if e.hlo in ("f16", "bf16") else x
+
+    def to_u64(self, x: Any, e: ElementType) -> Any:
+        return np.asarray(x).astype(np.int64 if e.is_signed_int else np.uint64).view(np.uint64)
+
+    def from_u64(self, x: Any, e: ElementType) -> Any:
+        return wrap_int(np.asarray(x).view(np.int64), e.dtype)
+
+
+_NUMPY = _NumPyArith()
+
+
+class Streams:
+    """The `rng` streams of one module run by one backend on one device: the seed, and how many times each
+    instruction (by `instruction_id`) has executed. Both backends start at execution 0 with the module's seed,
+    so the k-th run of a module draws the same numbers in each."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+        self.executions: dict[str, int] = {}
+        self._keys: dict[str, int] = {}
+
+    def key(self, instruction: str) -> int:
+        """The Philox key of `instruction`: the seed and the instruction's identity hashed to 64 bits."""
+        k = self._keys.get(instruction)
+        if k is None:
+            digest = hashlib.blake2b(instruction.encode(), digest_size=8, key=self.seed.to_bytes(8, "little"))
+            k = self._keys[instruction] = int.from_bytes(digest.digest(), "little")
+        return k
+
+    def take(self, instruction: str) -> tuple[int, int]:
+        """(key, execution index) for one more execution of `instruction`."""
+        n = self.executions.get(instruction, 0)
+        self.executions[instruction] = (n + 1) & _M64
+        return self.key(instruction), n
+
+    def write(self, slots: Sequence[tuple[str, Any]]) -> None:
+        """Into the compiled code's per-instruction globals (key, executions so far), before a call."""
+        for instruction, words in slots:
+            words[0], words[1] = self.key(instruction), self.executions.get(instruction, 0)
+
+    def read(self, slots: Sequence[tuple[str, Any]]) -> None:
+        """Back from those globals after the call: the executions it made."""
+        for instruction, words in slots:
+            self.executions[instruction] = int(words[1])
+
+
+def instruction_id(op: ir.Operation) -> str:
+    """`computation/instruction` naming an `rng` op of a module the same way in both backends (its position in
+    the computation when the op has no name: MLIR input)."""
+    fn = op.parent
+    computation = ir.StringAttr(fn.attributes["sym_name"]).value if "sym_name" in fn.attributes else "?"
+    if NAME in op.attributes:
+        return f"{computation}/{ir.StringAttr(op.attributes[NAME]).value}"
+    index = next(i for i, o in enumerate(op.block.operations) if o.operation == op)
+    return f"{computation}/#{index}"
+
+
+def module_streams(module: Any, backend: str, device: int = 0) -> Streams:
+    """The streams of `module` (a `hlo_mlir.Module`) for one backend and device, started from its seed."""
+    return module.rng_streams.setdefault((backend, device), Streams(module.rng_seed))
+
+
+_UNBOUND = Streams()  # for an interpreter not started by Module.run (no module to keep the streams on)
 
 
 @kernel("rng")
 def rng(op: OpView, args: list, ctx: Context) -> np.ndarray:
-    """rng_uniform in [a, b) and rng_normal(mu, sigma); NumPy's generator, not XLA's bits."""
-    a, b = (np.asarray(v) for v in args)
+    """rng_uniform in [a, b) and rng_normal(mu, sigma), as `draw` defines them (not XLA's bits: XLA seeds its
+    generator per compilation)."""
     rt: ArrayType = op.result_type
     dist = op.attrs.get("distribution", "rng_uniform")
-    e = rt.element
-    if dist == "rng_normal":
-        if not e.is_float:
-            raise InterpreterError(op, "rng_normal needs a floating type")
-        draw = _GENERATOR.standard_normal(rt.dims)
-        return (float(a) + float(b) * draw).astype(rt.dtype)
-    if dist != "rng_uniform":
-        raise InterpreterError(op, f"unknown distribution {dist}")
-    if e.is_float:
-        lo, hi = float(a), float(b)
-        vals = (lo + (hi - lo) * _GENERATOR.random(rt.dims)).astype(rt.dtype)
-        # Rounding may reach `hi`; keep the interval half-open.
-        return np.where(vals.astype(np.float64) >= hi, np.asarray(lo).astype(rt.dtype), vals)
-    lo, hi = int(a), int(b)
-    if hi <= lo:
-        return np.full(rt.dims, a, rt.dtype)
-    return _GENERATOR.integers(lo, hi, rt.dims).astype(rt.dtype)
+    why = rng_unsupported(dist, rt.element)
+    if why is not None:
+        raise InterpreterError(op, why)
+    streams = getattr(ctx, "rng_streams", None) or _UNBOUND
+    key, execution = streams.take(instruction_id(op.op))  # type: ignore[attr-defined]
+    n = int(np.prod(rt.dims, dtype=np.int64))
+    w = philox_words(_NUMPY, np.arange(n, dtype=np.uint64), np.uint64(execution), key)
+    a, b = (np.asarray(v) for v in args)
+    with np.errstate(all="ignore"):
+        value = draw(_NUMPY, dist, rt.element, w, a, b)
+    return np.asarray(value).astype(rt.dtype).reshape(rt.dims)
 
 
 _STATES: dict[tuple[str, str], int] = {}

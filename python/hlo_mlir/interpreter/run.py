@@ -21,6 +21,7 @@ import hlo_mlir.interpreter  # noqa: F401  (registers the kernels)
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.interpreter.denormals import flushes
 from hlo_mlir.interpreter.evaluator import Interpreter
+from hlo_mlir.interpreter.ops_rng import module_streams
 from hlo_mlir.interpreter.registry import InterpreterError, RendezvousError, Token, Value
 
 RANK = "{rank}"  # in an input or output path: the device index
@@ -181,6 +182,7 @@ def run_module(module: Any, args: list[Any], replicas: int = 1, infeed: Any = ()
                              device.services)
         interp.num_partitions = device.num_partitions
         interp.flush_denormals = flush
+        interp.rng_streams = module_streams(module, "interpreter", device.index)
         return [_finish(v) for v in flatten(_run(interp, device_args, module))]
 
     with module.context:

@@ -73,6 +73,7 @@ class Compiled:
     from_cache: bool = False  # loaded from the on-disk cache (no code generation in this process)
     kernels: dict = field(default_factory=dict)  # `k<N>` (kernel call site) -> HLO instruction names (--profile)
     root: str = ""  # the entry's ROOT instruction (named when a result cannot be allocated)
+    rng: list = field(default_factory=list)  # (global symbol, instruction) of each `rng` stream (ops_rng.Streams)
     _fn: Any = None
     _free: Any = None
     _fp_enter: Any = None  # support.c's hlo_mlir_fp_enter/exit: the denormal mode around a call
@@ -81,6 +82,8 @@ class Compiled:
     _arg_layouts: list = field(default_factory=list)  # per parameter: (dtype, shape, descriptor, shape, strides)
     _result_layouts: list = field(default_factory=list)  # per result: (storage dtype, shape, elements, dtype)
     _plain: bool = False  # every parameter a plain array (no tuple/token): the fast argument check applies
+    _rng_slots: list = field(default_factory=list)  # (instruction, its global's (key, executions) words)
+    _rng_own: Any = None  # the streams of calls not given any (seed 0)
 
     def __post_init__(self) -> None:
         from hlo_mlir.runtime import native
@@ -105,6 +108,12 @@ class Compiled:
         for t in self.results:
             self._result_layouts.append((_storage_dtype(t), tuple(t.dims), int(np.prod(t.dims, dtype=np.int64)),
                                          np.dtype(t.element.dtype)))
+        if self.rng:
+            from hlo_mlir.interpreter.ops_rng import Streams
+
+            self._rng_slots = [(instruction, (ctypes.c_uint64 * 2).from_address(_address(self.lib, symbol)))
+                               for symbol, instruction in self.rng]
+            self._rng_own = Streams()
         self._plain = bool(self.signature) and all(isinstance(t, Array) for t in self.signature[1])
 
     def _check_result_sizes(self) -> None:
@@ -148,9 +157,10 @@ class Compiled:
         checked = check_values(name, types, names, args)
         return [leaf for t, v in zip(types, checked) for leaf in _leaves(t, v)]
 
-    def __call__(self, *args: Any, flush_denormals: bool = True) -> list[np.ndarray]:
+    def __call__(self, *args: Any, flush_denormals: bool = True, rng: Any = None) -> list[np.ndarray]:
         """Results of the entry function on flat arguments; `flush_denormals` runs it as XLA:CPU runs its
-        kernels (subnormal inputs read as zero, subnormal results flushed), False keeps IEEE behaviour."""
+        kernels (subnormal inputs read as zero, subnormal results flushed), False keeps IEEE behaviour; `rng`
+        (an `ops_rng.Streams`) is where the `rng` instructions' streams continue from and are kept."""
         if len(args) != len(self.params):
             raise HloError(f"jit: the entry computation takes {len(self.params)} array argument(s), got {len(args)}")
         self._check_result_sizes()
@@ -174,11 +184,16 @@ class Compiled:
             out = self._result_struct()
             descs = [out] if len(self.results) == 1 else [getattr(out, f"r{i}") for i in range(len(self.results))]
             ptrs = [ctypes.byref(out), *arg_ptrs]
+        streams = (rng or self._rng_own) if self._rng_slots else None
+        if streams is not None:
+            streams.write(self._rng_slots)
         saved = self._fp_enter(int(flush_denormals))
         try:
             self._fn(*ptrs)
         finally:
             self._fp_exit(saved)
+        if streams is not None:
+            streams.read(self._rng_slots)
         if self.host_callbacks:
             host.raise_pending()
         # A buffer the compiled code allocated for exactly one result becomes that NumPy array (freed with
@@ -204,6 +219,13 @@ class Compiled:
         for ptr in to_free:
             self._free(ptr)
         return values
+
+
+def _address(lib: Any, symbol: str) -> int:
+    """The address of a global the module defines (a `native.Library`, or a library loaded by ctypes)."""
+    if hasattr(lib, "address"):
+        return lib.address(symbol)
+    return ctypes.addressof(ctypes.c_uint64.in_dll(lib, symbol))
 
 
 def _leaves(t: Any, v: Any) -> list[Any]:
@@ -285,6 +307,7 @@ def _compile(module: Any, text: str | None, key: str | None, profile: bool, thre
     from hlo_mlir.passes.convert_hlo_to_linalg.core import leaves
     from hlo_mlir.runtime import cache, native
 
+    from hlo_mlir.passes.convert_hlo_to_linalg.rng import rng_streams
     lowered = convert(module, text)
     with module.context:
         try:
@@ -303,6 +326,7 @@ def _compile(module: Any, text: str | None, key: str | None, profile: bool, thre
         }
         lower_to_llvm.to_loops(lowered, profile, threads)
         meta["kernels"] = _kernel_instructions(module, lower_to_llvm.kernel_locations(lowered))
+        meta["rng"] = rng_streams(lowered)
         lower_to_llvm.to_llvm(lowered)
         ir_text = lower_to_llvm.to_llvm_ir(lowered)
     symbols = native.host_symbols(ir_text)
@@ -329,6 +353,7 @@ def run(module: Any, args: Sequence[Any], replicas: int = 1, infeed: Any = (), o
     under MPI), and collectives, feeds and send/recv call back into the interpreter's kernels with the
     run's services.
     """
+    from hlo_mlir.interpreter.ops_rng import module_streams
     from hlo_mlir.interpreter.denormals import flushes
     from hlo_mlir.interpreter.run import run_devices
 
@@ -336,13 +361,18 @@ def run(module: Any, args: Sequence[Any], replicas: int = 1, infeed: Any = (), o
     if not isinstance(replicas, int) or replicas < 1:
         raise HloError(f"replicas must be an integer of at least 1, got {replicas!r}")
     compiled = compile_module(module)
-    if replicas == 1 and not mpi and device_args is None and not compiled.host_callbacks:
-        return compiled(*compiled.flatten_arguments(args), flush_denormals=flush)  # nothing calls back
+    if replicas == 1 and not mpi and device_args is None and not compiled.host_callbacks:  # nothing calls back
+        return compiled(*compiled.flatten_arguments(args), flush_denormals=flush, rng=module_streams(module, "jit"))
+    if compiled.rng and not mpi and (replicas > 1 or len(device_args or ()) > 1):
+        raise HloError(f"jit: '{compiled.rng[0][1]}': rng instructions keep their streams in globals of the compiled "
+                       "code, which devices running as threads of one process would share: run them under MPI "
+                       "(--mpi, a process per device) or with the interpreter")
 
     def device(dev: Any, dev_args: Sequence[Any]) -> list[np.ndarray]:
         host.bind_replica(dev)
         try:
-            return compiled(*compiled.flatten_arguments(dev_args), flush_denormals=flush)
+            return compiled(*compiled.flatten_arguments(dev_args), flush_denormals=flush,
+                            rng=module_streams(module, "jit", dev.index))
         finally:
             host.bind_replica(None)
 
