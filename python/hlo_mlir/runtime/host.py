@@ -1,4 +1,4 @@
-"""Host functions: Python code the JIT-compiled module calls back into (custom calls, FFT, stateful rng ...).
+"""Host functions: Python code the JIT-compiled module calls back into (custom calls, FFT, collectives ...).
 
 A lowering rule registers a `HostFunction` under a fresh symbol name and emits a call to an external
 `func.func` of that name taking memref descriptors (inputs, then preallocated outputs). When the module
