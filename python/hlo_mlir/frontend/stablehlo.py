@@ -1,17 +1,17 @@
 """StableHLO MLIR text (what `jax.jit(f).lower(...).as_text()` prints) in and out of our HLO path.
 
-Reading: our own reader (stablehlo_reader.py, a Lark grammar; no jaxlib needed) covers the ops JAX
-prints without regions; anything else (while, case, sort, gather/scatter, convolution, custom calls,
-CHLO ops, ...) goes through XLA's own StableHLO -> HLO translation from jaxlib, which gives exactly
-the HLO XLA compiles for the text: `composite` a call with `is_composite=true`, `func.call` calls,
-custom-call `backend_config` dictionaries and `mhlo.sharding`/`sdy` attributes as HLO `sharding` /
-`frontend_attributes`. XLA runs in the oracle's worker process (a parse failure deep in XLA can abort
-a process). Printing (`--emit=stablehlo`) is XLA's HLO -> StableHLO translation.
+Reading: our own reader (stablehlo_reader.py, a Lark grammar; no jaxlib needed) covers every op JAX
+prints for our corpus, CHLO and custom calls included. Text it does not cover is said so at the op; only
+then, and only when jaxlib is installed, is the text read through XLA's own StableHLO -> HLO translation
+instead (a note on stderr names the op and says which path was taken; XLA runs in the oracle's worker
+process, since a parse failure deep in XLA can abort a process). Printing (`--emit=stablehlo`) is our
+own printer (stablehlo_printer.py).
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
@@ -59,6 +59,9 @@ def stablehlo_to_hlo(text: str, filename: str) -> tuple[str, str, Callable[[HloE
     except Unsupported as e:
         if not oracle.xla_available():
             raise unsupported_error(e, filename, text) from None
+        where = f"{filename}:{e.line}:{e.col}: " if e.line else ""
+        print(f"{where}note: the built-in StableHLO reader does not cover {e.message}; reading the text through "
+              "XLA's translation (jaxlib) instead", file=sys.stderr)
         try:
             hlo_text = oracle.stablehlo_to_hlo(text)
         except oracle.XlaError as xla_error:
