@@ -9,6 +9,12 @@ where it was; the kernels are marked `noinline` so the optimizer keeps them apar
 scalar values the kernel reads from outside become its arguments; constants are cloned in instead, so
 loop bounds and strides stay known to LLVM.
 
+A memref of static shape, strides and offset (nearly all of them) is passed as its aligned pointer alone
+(`!llvm.ptr`); the kernel rebuilds the descriptor from its type, which LLVM folds away. Passing full
+descriptors (two pointers, offset, sizes, strides: 23 values for a 7-d memref) made the calls and the
+descriptor glue around them half of ssd_mobilenet's LLVM IR, all in the entry function, the biggest one
+LLVM compiles. Memrefs with a dynamic size, stride or offset keep the full descriptor.
+
 Kernels with the same code (a model's repeated layers) are emitted once. Each kernel call carries its site
 number `N` and `hlo.locations`: the `line:col` source locations of the HLO instructions whose code it runs
 (the lowering keeps each instruction's location on the ops it emits). With `profile`, each call is wrapped
@@ -20,12 +26,13 @@ from __future__ import annotations
 import math
 
 from mlir import ir
-from mlir.dialects import arith, func
+from mlir.dialects import arith, builtin, func, llvm
 
 from hlo_mlir.dialects import source_locations
 
 KERNEL_ATTR = "hlo.locations"
 SITE_ATTR = "hlo.kernel_site"  # on each kernel call: its number (the --profile counter it uses)
+ELEMENTS_ATTR = "hlo.kernel_elements"  # on each kernel: the element count of its largest static memref argument
 _KERNEL_OPS = ("scf.for", "scf.forall", "scf.parallel")
 _CLONED = ("arith.constant", "ub.poison")
 
@@ -82,6 +89,40 @@ def _source_locations(root: ir.Operation) -> list[str]:
 PROFILE_HOOKS = ("hlo_mlir_prof_enter", "hlo_mlir_prof_exit")
 
 
+def _descriptor_type(t: ir.Type) -> ir.Type | None:
+    """The LLVM struct `finalize-memref-to-llvm` makes of memref type `t` when `t` can travel as a bare
+    pointer (static shape, strides and offset, default memory space), else None."""
+    if not isinstance(t, ir.MemRefType) or t.memory_space is not None or not t.has_static_shape:
+        return None
+    strides, offset = t.get_strides_and_offset()
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    if offset == dynamic or dynamic in strides:
+        return None
+    arrays = f", array<{t.rank} x i64>, array<{t.rank} x i64>" if t.rank else ""
+    return ir.Type.parse(f"!llvm.struct<(ptr, ptr, i64{arrays})>")
+
+
+def _pointer_of(v: ir.Value, descriptor: ir.Type) -> ir.Value:
+    """The aligned pointer of memref `v` (at the insertion point)."""
+    desc = builtin.UnrealizedConversionCastOp([descriptor], [v]).result
+    return llvm.ExtractValueOp(llvm.PointerType.get(), desc, [1]).result
+
+
+def _memref_at(ptr: ir.Value, t: ir.MemRefType, descriptor: ir.Type) -> ir.Value:
+    """A memref of static type `t` over `ptr` (at the insertion point): its descriptor, every field but the
+    pointer a constant of the type."""
+    i64 = ir.IntegerType.get_signless(64)
+    strides, offset = t.get_strides_and_offset()
+    desc = llvm.PoisonOp(descriptor).result
+    fields = [([0], ptr), ([1], ptr), ([2], offset)]
+    fields += [([3, i], n) for i, n in enumerate(t.shape)] + [([4, i], n) for i, n in enumerate(strides)]
+    for position, value in fields:
+        if isinstance(value, int):
+            value = llvm.ConstantOp(i64, ir.IntegerAttr.get(i64, value)).result
+        desc = llvm.InsertValueOp(desc, value, position).result
+    return builtin.UnrealizedConversionCastOp([t], [desc]).result
+
+
 class _Outliner:
     def __init__(self, module: ir.Module, profile: bool) -> None:
         self.module = module
@@ -114,20 +155,25 @@ class _Outliner:
         captures = _captures(op)
         cloned = [v for v in captures if isinstance(v.owner, ir.OpView) and v.owner.operation.name in _CLONED]
         args = [v for v in captures if v not in cloned]
+        descriptors = [_descriptor_type(v.type) for v in args]
         site = self.count
         self.count += 1
         name = f"{prefix}_k{site}"
         locations = ir.ArrayAttr.get([ir.StringAttr.get(n) for n in _source_locations(op)])
         with ir.InsertionPoint(f), op.location:
-            kernel = func.FuncOp(name, ([v.type for v in args], []))
+            types = [v.type if d is None else llvm.PointerType.get() for v, d in zip(args, descriptors)]
+            kernel = func.FuncOp(name, (types, []))
         kernel.operation.move_before(f)
         kernel.attributes["sym_visibility"] = ir.StringAttr.get("private")
         kernel.attributes["passthrough"] = self.noinline
         kernel.attributes[KERNEL_ATTR] = locations
+        kernel.attributes[ELEMENTS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), _elements(args))
         with op.location:
             body = kernel.add_entry_block()
-        mapping: dict[ir.Value, ir.Value] = dict(zip(args, body.arguments))
+        mapping: dict[ir.Value, ir.Value] = {}
         with ir.InsertionPoint(body), op.location:
+            for v, d, a in zip(args, descriptors, body.arguments):
+                mapping[v] = a if d is None else _memref_at(a, ir.MemRefType(v.type), d)
             for v in cloned:
                 mapping[v] = v.owner.operation.clone().results[0]
             ret = func.ReturnOp([])
@@ -135,7 +181,8 @@ class _Outliner:
             if self.profile:
                 kid = arith.ConstantOp(ir.IntegerType.get_signless(64), site).result
                 func.CallOp([], ir.FlatSymbolRefAttr.get(PROFILE_HOOKS[0]), [kid])
-            call = func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
+            operands = [v if d is None else _pointer_of(v, d) for v, d in zip(args, descriptors)]
+            call = func.CallOp([], ir.FlatSymbolRefAttr.get(name), operands)
             if self.profile:
                 func.CallOp([], ir.FlatSymbolRefAttr.get(PROFILE_HOOKS[1]), [kid])
         call.attributes[SITE_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), site)
@@ -160,18 +207,18 @@ class _Outliner:
             call.attributes["callee"] = ir.FlatSymbolRefAttr.get(same)
 
 
+def _elements(args: list[ir.Value]) -> int:
+    """The element count of the largest static memref among `args`."""
+    shapes = [ir.MemRefType(v.type).shape for v in args if isinstance(v.type, ir.MemRefType)]
+    return max((math.prod(s) for s in shapes if all(d >= 0 for d in s)), default=0)
+
+
 def kernels(module: ir.Module) -> list[tuple[ir.Operation, int]]:
     """The kernel functions of an outlined module, each with the element count of its largest static
     memref argument (how much work it is, for the stages that only treat big kernels)."""
-    out = []
-    for op in module.body.operations:
-        op = op.operation
-        if op.name != "func.func" or KERNEL_ATTR not in op.attributes:
-            continue
-        ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
-        shapes = [ir.MemRefType(t).shape for t in ftype.inputs if isinstance(t, ir.MemRefType)]
-        out.append((op, max((math.prod(s) for s in shapes if all(d >= 0 for d in s)), default=0)))
-    return out
+    return [(op.operation, ir.IntegerAttr(op.operation.attributes[ELEMENTS_ATTR]).value)
+            for op in module.body.operations
+            if op.operation.name == "func.func" and KERNEL_ATTR in op.operation.attributes]
 
 
 def apply(module: ir.Module, profile: bool = False) -> None:
