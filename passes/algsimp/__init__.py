@@ -35,7 +35,7 @@ from mlir import ir
 
 from hlo_mlir.dialects import edit, opcode_of
 
-from . import arith, barrier, collective, reduce, shape  # noqa: F401  (register their rules)
+from . import arith, barrier, collective, gather, reduce, shape  # noqa: F401  (register their rules)
 from .core import ERASED, RULES, Ctx
 
 

@@ -439,16 +439,6 @@ def dynamic_update_slice(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     return ctx.new(op, "pad", [op.operands[1], bcast.operands[0]], out, {"padding": padding})
 
 
-@rule("gather")
-def gather_of_one_element(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
-    """A gather from a one-element operand reads that element everywhere (indices are clamped)."""
-    src, out = array(op.operands[0]), _out(op)
-    if src is None or src.num_elements != 1 or out.num_elements == 0 or not default_layout(op):
-        return None
-    scalar = ctx.new(op, "reshape", [op.operands[0]], ArrayType(src.element, ()))
-    return ctx.new(op, "broadcast", [scalar], out, {"dimensions": ()}) if out.rank else scalar
-
-
 @rule("real", "imag")
 def real_imag_of_real(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     """real(x) -> x and imag(x) -> 0 for a real x."""
@@ -534,3 +524,4 @@ def dynamic_slice_of_iota_constant(ctx: Ctx, op: ir.Operation) -> ir.Value | Non
     if stride != 1:
         value = ctx.new(op, "multiply", [value, ctx.filled(op, stride, scalar_out)], scalar_out)
     return ctx.new(op, "reshape", [value], out)
+
