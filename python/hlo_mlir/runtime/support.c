@@ -147,7 +147,12 @@ typedef struct {
 typedef void (*omp_microtask)(int32_t *, int32_t *, ...);
 extern void __kmpc_fork_call(omp_ident *, int32_t, omp_microtask, ...) __attribute__((weak));
 
-static __thread int workers_flush = -1; /* the mode this thread's OpenMP team was last set to */
+/* The mode this thread's OpenMP team was last set to (stored as mode + 1; 0: never set). A pthread key, not
+ * `__thread`: the module is linked by LLVM's JITLink (runtime/native.py), which has no thread-local storage
+ * without LLVM's ORC runtime library. */
+static pthread_key_t workers_key;
+static pthread_once_t workers_once = PTHREAD_ONCE_INIT;
+static void make_workers_key(void) { pthread_key_create(&workers_key, NULL); }
 
 static void set_worker_mode(int32_t *gtid, int32_t *btid, int flush) {
   (void)gtid;
@@ -158,10 +163,13 @@ static void set_worker_mode(int32_t *gtid, int32_t *btid, int flush) {
 
 unsigned hlo_mlir_fp_enter(int flush) {
   unsigned saved = fp_get();
-  if (__kmpc_fork_call && workers_flush != flush) {
-    static omp_ident where = {0, 2, 0, 0, ";support.c;hlo_mlir_fp_enter;0;0;;"};
-    __kmpc_fork_call(&where, 1, (omp_microtask)set_worker_mode, flush);
-    workers_flush = flush;
+  if (__kmpc_fork_call) {
+    pthread_once(&workers_once, make_workers_key);
+    if ((intptr_t)pthread_getspecific(workers_key) != flush + 1) {
+      static omp_ident where = {0, 2, 0, 0, ";support.c;hlo_mlir_fp_enter;0;0;;"};
+      __kmpc_fork_call(&where, 1, (omp_microtask)set_worker_mode, flush);
+      pthread_setspecific(workers_key, (void *)(intptr_t)(flush + 1));
+    }
   }
   fp_set(flush ? saved | FP_FLUSH_BITS : saved & ~FP_FLUSH_BITS);
   return saved;
