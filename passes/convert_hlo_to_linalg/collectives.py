@@ -3,15 +3,23 @@
 What these ops do depends on who runs them (the device) and on state shared between the devices of
 a run (rendezvous, infeed/outfeed queues, channels): `hlo_mlir.runtime.jit.run` runs each device on
 a thread of its own with the interpreter's `Services` (or is one device of an MPI run, with
-`MpiServices`), and each op here is a host call (`interpreter_call`) into the interpreter's kernel for
-the device bound to that thread. Collectives therefore pair up exactly as in the interpreter, including
-inside loops; tokens carry no data in the compiled code (program order is the order of the calls).
-all-reduce hands the compiled code's buffers themselves to the reduction (`all_reduce_into`): under
-MPI its operands are sent from and its results received into them without a copy.
+`MpiServices`), and each op here is a host call into the interpreter's code for the device bound to that
+thread. Collectives therefore pair up exactly as in the interpreter, including inside loops; tokens carry
+no data in the compiled code (program order is the order of the calls).
+
+all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute, collective-broadcast and their
+*-start forms are in-place host calls into the same `*_into` functions the interpreter's kernels use:
+they get the compiled code's operand and result buffers themselves, and under MPI the operands are sent
+from and the results received into them, no copy on the way. The *-done forms are the start's result
+(no call). The rest (ragged-all-to-all, feeds, send/recv, ids) runs the interpreter's kernel on copies.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
+from hlo_mlir.interpreter import ops_collectives as oc
 from hlo_mlir.passes.convert_hlo_to_linalg.callbacks import (
     device_context,
     host_call,
@@ -19,34 +27,65 @@ from hlo_mlir.passes.convert_hlo_to_linalg.callbacks import (
     interpreter_step,
 )
 from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, leaves, rule
+from hlo_mlir.types import TupleType
 from mlir import ir
 
-COLLECTIVES = (
-    "all-reduce-done", "all-gather", "all-gather-start", "all-gather-done",
-    "all-to-all", "ragged-all-to-all", "reduce-scatter", "collective-permute", "collective-permute-start",
-    "collective-permute-done", "collective-broadcast", "collective-reduce",
-)
+INTO: dict[str, Callable[..., None]] = {
+    "all-reduce": oc.all_reduce_into, "all-reduce-start": oc.all_reduce_into,
+    "all-gather": oc.all_gather_into, "all-gather-start": oc.all_gather_into,
+    "reduce-scatter": oc.reduce_scatter_into, "all-to-all": oc.all_to_all_into,
+    "collective-permute": oc.collective_permute_into, "collective-permute-start": oc.collective_permute_into,
+    "collective-broadcast": oc.collective_broadcast_into,
+}
+# (operand, result, context...) tuples whose element 1 the *-done form returns (XLA's async shapes)
+ASYNC_TUPLE = ("all-gather-start", "collective-permute-start")
 FEEDS = ("infeed", "outfeed", "send", "send-done", "recv", "recv-done")
 
 
-@rule(*COLLECTIVES, *FEEDS, "replica-id", "partition-id")
+@rule("ragged-all-to-all", "collective-reduce", *FEEDS, "replica-id", "partition-id")
 def replica_op(rw: Rewriter) -> list[ir.Value]:
     return interpreter_call(rw)
 
 
-@rule("all-reduce", "all-reduce-start")
-def all_reduce(rw: Rewriter) -> list[ir.Value]:
-    """A host call handing the operands' buffers and the result buffers to `all_reduce_into` (under MPI the
-    reduction reads and writes them directly, no copy)."""
-    from hlo_mlir.interpreter.ops_collectives import all_reduce_into
-
+@rule(*INTO)
+def collective(rw: Rewriter) -> list[ir.Value]:
+    """An in-place host call handing the operand and result buffers to the op's `*_into` function. A *-start
+    tuple's operand part is a copy of the operands, its context part zeros."""
+    into = INTO[rw.opcode]
     interp, step = interpreter_step(rw)
-    in_types = [rw.hlo_operand_type(i) for i in range(rw.num_operands)]
+    in_types = [a for i in range(rw.num_operands) for a in leaves(rw.hlo_operand_type(i))]
     out_types = leaves(rw.hlo_result_type())
+    result_t = rw.hlo_result_type()
+    if rw.opcode in ASYNC_TUPLE:
+        assert isinstance(result_t, TupleType)
+        first, count = len(leaves(result_t.elements[0])), len(leaves(result_t.elements[1]))
+    else:
+        first, count = 0, len(out_types)
     source = rw.conv.source  # the kernel's OpView reads this module's ops: keep it alive with the JIT cache
 
-    def run(ins: list, outs: list, _keep: object = source) -> None:
-        all_reduce_into(step.info, ins, outs, device_context(interp))  # type: ignore[attr-defined]
+    def run(ins: list[np.ndarray], outs: list[np.ndarray], _keep: object = source) -> None:
+        ctx = device_context(interp)
+        if oc.between_processes(ctx) is None:
+            # Threads of one process read each other's operands after the rendezvous, when the owner's
+            # compiled code may already reuse its buffer: they get copies.
+            ins = [np.array(a) for a in ins]
+        for out, a in zip(outs[:first], ins):
+            out[...] = a
+        for out in outs[first + count:]:
+            out[...] = 0
+        into(step.info, ins, outs[first:first + count], ctx)  # type: ignore[attr-defined]
 
     inputs = [v for i in range(rw.num_operands) for v in rw.operand_leaves(i)]
     return host_call(rw, run, inputs, in_types, out_types, in_place=True)
+
+
+@rule("all-reduce-done", "all-gather-done", "collective-permute-done")
+def done(rw: Rewriter) -> list[ir.Value]:
+    """The start's result: all of all-reduce-start's, element 1 of the other starts' tuples."""
+    values = rw.operand_leaves(0)
+    if rw.opcode == "all-reduce-done":
+        return values
+    start_t = rw.hlo_operand_type(0)
+    assert isinstance(start_t, TupleType)
+    first = len(leaves(start_t.elements[0]))
+    return values[first:first + len(leaves(start_t.elements[1]))]

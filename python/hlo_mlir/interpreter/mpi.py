@@ -3,26 +3,33 @@
 Under `mpiexec -n N` every process runs one device of the module (device index = MPI rank =
 replica_id * num_partitions + partition_id; N must be replica_count * num_partitions from the header).
 `MpiServices` offers what the in-process `Services` offers the kernels (exchange, count, channels,
-infeed/outfeed), so the interpreter's collectives, and the JIT's (host calls into the same kernels),
-run unchanged; all-reduce and reduce-scatter use `reduce`, which moves each array once around instead
-of gathering every copy everywhere.
+infeed/outfeed) plus two calls that move arrays in place: `transfer` sends given arrays (any strides: views
+of the JIT's buffers or of the kernels' arrays) to given devices and receives into others, with MPI
+datatypes describing the views, so nothing is copied or pickled on the way; `reduce` folds all-reduce
+operands piece by piece (each array moves once around instead of every copy going everywhere). What goes
+where is the collectives' business (`ops_collectives`); this layer only moves bytes, for the interpreter and
+the JIT alike.
 
 Every collective first exchanges a small header (instruction, execution count, participating devices,
 operand shapes and types) with its partners, so two devices at different collectives fail with an error
 naming both instead of exchanging garbage or deadlocking. Waits poll instead of blocking: a device that
 fails tells every other process (`fail`), a device that finishes says so (`finish`), and a waiting device
 that hears either stops with an error naming the instruction it waits in; a wait longer than
-HLO_MLIR_MPI_TIMEOUT seconds (default 300) is an error too. A process killed outright is reported by
-mpiexec, which then stops the others.
+HLO_MLIR_MPI_TIMEOUT seconds (default 300) is an error too. A process killed outright cannot tell anyone:
+mpiexec then kills the others at once (SIGKILL, nothing to catch), so each process has a watchdog (a
+detached child, `_start_watchdog`) that outlives it and, when its process dies inside a wait, prints the
+device, instruction and the devices it waited for.
 
-Point-to-point messages on COMM_WORLD, by tag: headers, payloads (raw bytes of contiguous arrays, in
-posting order), control notes (failed / done) and send/recv channel values.
+Point-to-point messages on COMM_WORLD, by tag: headers, payloads (in posting order), control notes
+(failed / done) and send/recv channel values (a pickled key, shape and type, then the raw array).
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import pickle
+import sys
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
@@ -33,7 +40,7 @@ import numpy as np
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.interpreter.run import Device, RendezvousError, header_counts
 
-TAG_HEADER, TAG_DATA, TAG_CONTROL, TAG_CHANNEL = 701, 702, 703, 704
+TAG_HEADER, TAG_DATA, TAG_CONTROL, TAG_CHANNEL, TAG_CHANNEL_DATA = 701, 702, 703, 704, 705
 DEFAULT_TIMEOUT_S = 300.0
 SPIN_S = 0.5  # a wait polls without sleeping this long (a 64 MB transfer takes ~50 ms; on a busy machine more)
 
@@ -41,10 +48,49 @@ SPIN_S = 0.5  # a wait polls without sleeping this long (a 64 MB transfer takes 
 def mpi() -> Any:
     """The mpi4py MPI module (initializing MPI), or an error saying how to install it."""
     try:
+        import mpi4py  # noqa: F401  (before the watchdog forks: a missing mpi4py is an error here, in this process)
+
+        _start_watchdog()
         from mpi4py import MPI
     except ImportError as e:
         raise HloError(f"MPI runs need mpi4py and an MPI library ({e}): pip install 'hlo-mlir[mpi]'") from None
     return MPI
+
+
+# The watchdog's shared page: a line it prints if this process dies while the line is set (see _watch).
+_WATCH: dict[str, Any] = {}
+
+
+def _start_watchdog() -> None:
+    """Fork (once per process) a detached child that waits for this process to end and prints the line
+    `_watch` left in a shared page, if any: mpiexec answers one device's death by SIGKILLing every other
+    device, so only a process outliving them can say where they were."""
+    if "shm" in _WATCH or not hasattr(os, "fork"):
+        return
+    shm = mmap.mmap(-1, mmap.PAGESIZE)  # anonymous and shared with the child
+    read_end, write_end = os.pipe()
+    sys.stderr.flush()
+    if os.fork() == 0:
+        os.setsid()  # outside the device's process group, which mpiexec kills
+        os.closerange(0, 2)
+        os.closerange(3, read_end)
+        os.closerange(read_end + 1, os.sysconf("SC_OPEN_MAX"))
+        while os.read(read_end, 1):  # nobody writes: returns b"" when the device's process has ended
+            pass
+        line = shm[:].split(b"\0", 1)[0]
+        if line:
+            os.write(2, line)
+        os._exit(0)
+    os.close(read_end)
+    _WATCH["shm"], _WATCH["pipe"] = shm, write_end
+
+
+def _watch(line: str) -> None:
+    """What the watchdog prints if this process dies from now on ("" for nothing)."""
+    shm = _WATCH.get("shm")
+    if shm is not None:
+        data = line.encode()[: len(shm) - 1] + b"\0"
+        shm[: len(data)] = data
 
 
 def rank() -> int:
@@ -110,6 +156,62 @@ class _Local:
 
 def _bytes(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+
+
+class _Buffers:
+    """MPI buffer specifications ([memory, count, datatype]) of NumPy arrays of any strides: the memory is
+    the array's own (a view of the JIT's buffer stays one), described by a derived datatype when it is not
+    contiguous. Arrays with negative or zero strides go through a contiguous copy (`finish` copies a
+    received one back). `free` releases the datatypes made."""
+
+    def __init__(self, MPI: Any) -> None:
+        self.MPI = MPI
+        self.made: list[Any] = []
+        self.copies: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def element(self, dtype: np.dtype) -> Any:
+        """The MPI datatype of one element: MPI's own for the C types, else bytes (bf16, f8, ...)."""
+        from mpi4py.util import dtlib
+
+        try:
+            return dtlib.from_numpy_dtype(dtype)
+        except (ValueError, KeyError):
+            t = self.MPI.BYTE.Create_contiguous(dtype.itemsize)
+            self.made.append(t)
+            t.Commit()
+            return t
+
+    def of(self, a: np.ndarray, receive: bool) -> list:
+        if any(n > 1 and s <= 0 for n, s in zip(a.shape, a.strides)):
+            tmp = np.ascontiguousarray(a)
+            if receive:
+                self.copies.append((a, tmp))
+            a = tmp
+        dims = [(n, s) for n, s in zip(a.shape, a.strides) if n > 1]
+        run, stride = 1, a.itemsize  # the contiguous innermost run of elements
+        while dims and dims[-1][1] == stride:
+            n, _ = dims.pop()
+            run, stride = run * n, stride * n
+        element = self.element(a.dtype)
+        span = a.itemsize + sum((n - 1) * s for n, s in zip(a.shape, a.strides) if n > 1)
+        memory = self.MPI.buffer.fromaddress(a.ctypes.data, span, readonly=not receive)
+        if not dims:
+            return [memory, run, element]
+        t = element.Create_contiguous(run)
+        self.made.append(t)
+        for n, s in reversed(dims):
+            t = t.Create_hvector(n, 1, s)
+            self.made.append(t)
+        t.Commit()
+        return [memory, 1, t]
+
+    def finish(self) -> None:
+        for a, tmp in self.copies:
+            a[...] = tmp
+
+    def free(self) -> None:
+        for t in self.made:
+            t.Free()
 
 
 class MpiServices:
@@ -211,53 +313,23 @@ class MpiServices:
             out.append(result.reshape(a.shape))
         return out
 
-    def reduce_scatter(self, key: Any, device: int, blocks: list[list[np.ndarray]], group: Sequence[int],
-                       fold: Callable[[list[np.ndarray]], np.ndarray]) -> list[np.ndarray]:
-        """blocks[i][j] is operand i's j-th block: block j goes to group member j, and this device folds the
-        blocks it receives (its own included) in group order."""
-        group = tuple(group)
-        peers = self._peers(group)
-        me = group.index(self.device)
-        blocks = [[np.ascontiguousarray(b) for b in row] for row in blocks]
-        self._headers(key, peers, [row[me] for row in blocks], "reduce-scatter", order=group)
-        out = []
-        for row in blocks:
-            pieces = [row[me] if p == self.device else np.empty(row[me].shape, row[me].dtype) for p in group]
-            requests = []
-            for j, p in enumerate(group):
-                if p == self.device or row[me].size == 0:
-                    continue
-                requests.append(self.comm.Irecv([pieces[j].reshape(-1).view(np.uint8), self.MPI.BYTE], source=p,
-                                                tag=TAG_DATA))
-                requests.append(self.comm.Isend([_bytes(row[j]), self.MPI.BYTE], dest=p, tag=TAG_DATA))
-            self._wait(requests, key, peers)
-            out.append(np.ascontiguousarray(fold(pieces)))
-        return out
-
-    def permute(self, key: Any, device: int, arrays: list[np.ndarray], pairs: Sequence[tuple[int, int]],
-                participants: Sequence[int]) -> list[np.ndarray] | None:
-        """collective-permute: the arrays go to this device's target, and what its source sent comes back
-        (None when no pair targets this device)."""
+    def transfer(self, key: Any, participants: Sequence[int], kind: str, operands: list[np.ndarray],
+                 sends: list[tuple[int, np.ndarray]], receives: list[tuple[int, np.ndarray]],
+                 order: Sequence[int] | None = None) -> None:
+        """After the header swap among `participants` (about this device's `operands`), send each (device,
+        array) of `sends` to that device and receive each (device, array) of `receives` into the array, in
+        place (views of any strides). Between two devices the k-th send of one is the k-th receive of the
+        other: callers list them in the same order on every device."""
         peers = self._peers(participants)
-        arrays = [np.ascontiguousarray(a) for a in arrays]
-        self._headers(key, peers, arrays, "permute")
-        targets = [t for s, t in pairs if s == device]
-        sources = [s for s, t in pairs if t == device]
-        received = [np.empty(a.shape, a.dtype) for a in arrays] if sources else None
-        if sources and sources[0] == device:
-            for r, a in zip(received or [], arrays):
-                r[...] = a
-        requests = []
-        for i, a in enumerate(arrays):
-            if a.size == 0:
-                continue
-            requests += [self.comm.Isend([_bytes(a), self.MPI.BYTE], dest=t, tag=TAG_DATA) for t in targets
-                         if t != device]
-            if received is not None and sources[0] != device:
-                requests.append(self.comm.Irecv([received[i].reshape(-1).view(np.uint8), self.MPI.BYTE],
-                                                source=sources[0], tag=TAG_DATA))
-        self._wait(requests, key, peers)
-        return received
+        self._headers(key, peers, operands, kind, order)
+        buffers = _Buffers(self.MPI)
+        try:
+            requests = [self.comm.Irecv(buffers.of(a, True), source=p, tag=TAG_DATA) for p, a in receives if a.size]
+            requests += [self.comm.Isend(buffers.of(a, False), dest=p, tag=TAG_DATA) for p, a in sends if a.size]
+            self._wait(requests, key, peers)
+            buffers.finish()
+        finally:
+            buffers.free()
 
     def _peers(self, participants: Any) -> tuple[int, ...]:
         size = self.comm.Get_size()
@@ -290,6 +362,16 @@ class MpiServices:
             self._poll(requests, key, peers)
         except self.MPI.Exception as e:
             raise RendezvousError(f"device {self.device} at {key[0]!r}: MPI error: {e}") from None
+        finally:
+            _watch("")
+
+    def _killed(self, key: Any, peers: Sequence[int]) -> str:
+        """What the watchdog says if this process is killed while waiting at `key` for `peers`."""
+        where = f"{key[2]} '{key[0]}' (execution {key[1]})" if len(key) > 2 else key[0]
+        others = [p for p in peers if p != self.device]
+        return (f"error: device {self.device}: killed while waiting in {where} for device(s) {others}: a device's "
+                "process ended (killed or crashed: see mpiexec's BAD TERMINATION message, which names its PID), "
+                "and mpiexec stopped every other device\n")
 
     def _poll(self, requests: list, key: Any, peers: Sequence[int]) -> None:
         if not requests or self.MPI.Request.Testall(requests):
@@ -297,6 +379,7 @@ class MpiServices:
         start = time.monotonic()
         finished_at: float | None = None
         pause = 0.0
+        _watch(self._killed(key, peers))
         while not self.MPI.Request.Testall(requests):
             now = time.monotonic()
             self._control(key)
@@ -335,12 +418,33 @@ class MpiServices:
 
     # -- send / recv -----------------------------------------------------------------------------
     def channel_put(self, key: Any, value: Any) -> None:
+        """Send `value` (an array or a tuple of them, which must stay unchanged until the run's end) on
+        channel `key` = (channel id, source, target): a small pickled note (key, shapes, types), then the
+        arrays' own bytes."""
         target = key[2]
         if target == self.device:
             self.channels.setdefault(key, deque()).append(value)
             return
-        note = pickle.dumps((key, value))
-        self.sends.append((note, self.comm.Isend([note, self.MPI.BYTE], dest=target, tag=TAG_CHANNEL)))
+        arrays = [np.ascontiguousarray(a) for a in (value if isinstance(value, tuple) else (value,))]
+        note = pickle.dumps((key, isinstance(value, tuple), [(a.shape, a.dtype.name) for a in arrays]))
+        self.sends.append(((note, arrays), self.comm.Isend([note, self.MPI.BYTE], dest=target, tag=TAG_CHANNEL)))
+        buffers = _Buffers(self.MPI)
+        self.sends += [(a, self.comm.Isend(buffers.of(a, False), dest=target, tag=TAG_CHANNEL_DATA))
+                       for a in arrays if a.size]
+        buffers.free()
+
+    def _channel_receive(self, source: int, size: int) -> None:
+        """Take one channel value (note, then arrays) from `source` into its queue."""
+        note = bytearray(size)
+        self.comm.Recv([note, self.MPI.BYTE], source=source, tag=TAG_CHANNEL)
+        key, is_tuple, described = pickle.loads(bytes(note))
+        arrays = [np.empty(shape, np.dtype(dtype)) for shape, dtype in described]
+        buffers = _Buffers(self.MPI)
+        for a in arrays:
+            if a.size:
+                self.comm.Recv(buffers.of(a, True), source=source, tag=TAG_CHANNEL_DATA)
+        buffers.free()
+        self.channels.setdefault(key, deque()).append(tuple(arrays) if is_tuple else arrays[0])
 
     def channel_get(self, key: Any, device: int, source: int) -> Any:
         """The oldest value sent on `key` (by device `source`), waiting for it to arrive."""
@@ -349,14 +453,13 @@ class MpiServices:
             raise RendezvousError(f"nothing has been sent on {key!r} (a send must come before its recv-done)")
         start = time.monotonic()
         status = self.MPI.Status()
+        where = (f"recv on channel {key[0]}",)
         while not queue:
             if self.comm.Iprobe(source=source, tag=TAG_CHANNEL, status=status):
-                buf = bytearray(status.Get_count(self.MPI.BYTE))
-                self.comm.Recv([buf, self.MPI.BYTE], source=source, tag=TAG_CHANNEL)
-                got_key, value = pickle.loads(bytes(buf))
-                self.channels.setdefault(got_key, deque()).append(value)
+                self._channel_receive(source, status.Get_count(self.MPI.BYTE))
                 continue
-            self._control((f"recv on channel {key[0]}",))
+            _watch(self._killed(where, [source]))
+            self._control(where)
             if _STATE["done"][source]:
                 raise RendezvousError(f"device {device} waits for device {source} to send on channel {key[0]}, "
                                       "but it finished")
@@ -364,6 +467,7 @@ class MpiServices:
                 raise RendezvousError(f"device {device} waited {self.timeout:g} s for device {source} to send on "
                                       f"channel {key[0]} (HLO_MLIR_MPI_TIMEOUT)")
             time.sleep(1e-4)
+        _watch("")
         return queue.popleft()
 
     # -- end of the run ----------------------------------------------------------------------------

@@ -70,6 +70,29 @@ def who(ctx: Context) -> str:
     return f"device {device_of(ctx)} (replica {ctx.replica_id}, partition {ctx.partition_id})"
 
 
+def _key(op: OpView, count: int) -> tuple[str, int, str]:
+    """A rendezvous key: the instruction, how many times this device ran it before, its opcode (for messages)."""
+    return (op.name, count, op.opcode)
+
+
+def between_processes(ctx: Context) -> Any:
+    """The run's services when the devices are processes (`interpreter.mpi`): they move arrays in place
+    (`transfer`), from the operands straight into the results; None for threads of one process."""
+    services = getattr(ctx, "services", None)
+    return services if hasattr(services, "transfer") else None
+
+
+def _transfer(op: OpView, ctx: Context, services: Any, participants: Sequence[int], operands: list[np.ndarray],
+              sends: list[tuple[int, np.ndarray]], receives: list[tuple[int, np.ndarray]],
+              order: Sequence[int] | None = None) -> None:
+    """One execution of `op` between processes: `sends` / `receives` as (device, array) (see MpiServices.transfer)."""
+    count = services.count(device_of(ctx), op.name)
+    try:
+        services.transfer(_key(op, count), participants, op.opcode, operands, sends, receives, order)
+    except RendezvousError as e:
+        raise InterpreterError(op, str(e)) from None
+
+
 def exchange(op: OpView, ctx: Context, value: Any, participants: Sequence[int]) -> dict[int, Any]:
     """All-gather `value` among `participants` (device indices) at this execution of `op`."""
     services = getattr(ctx, "services", None)
@@ -82,7 +105,7 @@ def exchange(op: OpView, ctx: Context, value: Any, participants: Sequence[int]) 
     if set(participants) == {me}:
         return {me: value}
     try:
-        return services.exchange((op.name, count), me, value, participants)
+        return services.exchange(_key(op, count), me, value, participants)
     except RendezvousError as e:
         raise InterpreterError(op, str(e)) from None
 
@@ -162,6 +185,19 @@ def _arrays(op: OpView, args: list) -> list[np.ndarray]:
     return out
 
 
+def empty_leaves(t: HloType) -> list[np.ndarray]:
+    """Uninitialized arrays for the array leaves of type `t` (depth-first, tokens dropped): results to fill."""
+    if isinstance(t, TupleType):
+        return [a for e in t.elements for a in empty_leaves(e)]
+    if isinstance(t, TokenType):
+        return []
+    assert isinstance(t, ArrayType)
+    return [np.empty(t.dims, t.dtype)]
+
+
+def _into(outs: list[np.ndarray], values: list[np.ndarray]) -> None:
+    for out, v in zip(outs, values):
+        out[...] = v
 
 
 def _combine(op: OpView, ctx: Context, parts: list[np.ndarray]) -> np.ndarray:
@@ -218,25 +254,23 @@ def reduce_among(op: OpView, ctx: Context, arrays: list[np.ndarray], group: tupl
     me = device_of(ctx)
     count = services.count(me, op.name)
     try:
-        return services.reduce((op.name, count), me, arrays, group, lambda parts: _combine(op, ctx, parts))
+        return services.reduce(_key(op, count), me, arrays, group, lambda parts: _combine(op, ctx, parts))
     except RendezvousError as e:
         raise InterpreterError(op, str(e)) from None
 
 
 def all_reduce_into(op: OpView, arrays: list[np.ndarray], outs: list[np.ndarray], ctx: Context) -> None:
     """all-reduce writing its results into `outs` (the JIT's buffers): with services that reduce into
-    place (MPI) no array is copied on the way."""
+    place (MPI) no array is copied on the way. Between threads `arrays` must be the caller's own (the
+    other devices read them after the rendezvous)."""
     group = my_group(op, ctx)
     services = getattr(ctx, "services", None)
     if services is None or len(group) == 1 or not hasattr(services, "reduce"):
-        # Threads of one process read each other's operands after the rendezvous, when the owner's
-        # compiled code may already reuse its buffer: they get copies.
-        for out, value in zip(outs, _all_reduce(op, [np.array(a) for a in arrays], ctx)):
-            out[...] = value
+        _into(outs, _all_reduce(op, arrays, ctx))
         return
     count = services.count(device_of(ctx), op.name)
     try:
-        services.reduce((op.name, count), device_of(ctx), list(arrays), group, lambda parts: _combine(op, ctx, parts),
+        services.reduce(_key(op, count), device_of(ctx), list(arrays), group, lambda parts: _combine(op, ctx, parts),
                         outs)
     except RendezvousError as e:
         raise InterpreterError(op, str(e)) from None
@@ -261,26 +295,44 @@ def all_reduce_done(op: OpView, args: list, ctx: Context) -> Value:
 
 
 # -- all-gather ---------------------------------------------------------------------------------------
-def _all_gather(op: OpView, args: list, ctx: Context) -> list[np.ndarray]:
-    arrays = _arrays(op, args)
+def all_gather_into(op: OpView, arrays: list[np.ndarray], outs: list[np.ndarray], ctx: Context) -> None:
+    """all-gather into `outs`: between processes every operand goes straight into its block of the other
+    devices' results (views along the gather dimension); between threads through `exchange`."""
     dim = _dimension(op)
     for a in arrays:
         if not 0 <= dim < a.ndim:
             raise InterpreterError(op, f"dimension {dim} is out of range for a rank-{a.ndim} operand")
     group = my_group(op, ctx)
-    vals = exchange(op, ctx, arrays, group)
-    return [np.concatenate([vals[r][i] for r in group], axis=dim) for i in range(len(arrays))]
+    services = between_processes(ctx)
+    if services is None or len(group) == 1:
+        vals = exchange(op, ctx, arrays, group)
+        _into(outs, [np.concatenate([vals[r][i] for r in group], axis=dim) for i in range(len(arrays))])
+        return
+    me = device_of(ctx)
+    sends, receives = [], []
+    for a, out in zip(arrays, outs):
+        for p, block in zip(group, np.split(out, len(group), axis=dim)):
+            if p == me:
+                block[...] = a
+            else:
+                sends.append((p, a))
+                receives.append((p, block))
+    _transfer(op, ctx, services, group, arrays, sends, receives, group)
 
 
 @kernel("all-gather")
 def all_gather(op: OpView, args: list, ctx: Context) -> Value:
-    return _pack(op, _all_gather(op, args, ctx))
+    outs = empty_leaves(op.result_type)
+    all_gather_into(op, _arrays(op, args), outs, ctx)
+    return _pack(op, outs)
 
 
 @kernel("all-gather-start")
 def all_gather_start(op: OpView, args: list, ctx: Context) -> Value:
     # XLA: (operand, result), each a tuple when there are several operands; done takes element 1.
-    return (_bundle(list(args)), _bundle(list(_all_gather(op, args, ctx))))
+    outs = empty_leaves(op.result_type.elements[1])
+    all_gather_into(op, _arrays(op, args), outs, ctx)
+    return (_bundle(list(args)), _bundle(outs))
 
 
 @kernel("all-gather-done")
@@ -289,50 +341,72 @@ def all_gather_done(op: OpView, args: list, ctx: Context) -> Value:
 
 
 # -- reduce-scatter -------------------------------------------------------------------------------------
-@kernel("reduce-scatter")
-def reduce_scatter(op: OpView, args: list, ctx: Context) -> Value:
-    arrays = _arrays(op, args)
+def reduce_scatter_into(op: OpView, arrays: list[np.ndarray], outs: list[np.ndarray], ctx: Context) -> None:
+    """reduce-scatter into `outs`: between processes block j of every operand goes to group member j only
+    (a view, no copy), and each device folds the blocks it receives, its own included, in group order."""
     dim = _dimension(op)
     group = my_group(op, ctx)
     me = group.index(device_of(ctx))
     blocks = [_split(op, a, dim, len(group)) for a in arrays]  # validated before the rendezvous
-    services = getattr(ctx, "services", None)
-    if len(group) > 1 and hasattr(services, "reduce_scatter"):  # between processes: only the blocks move
-        count = services.count(device_of(ctx), op.name)
-        try:
-            out = services.reduce_scatter((op.name, count), device_of(ctx), blocks, group,
-                                          lambda parts: _combine(op, ctx, parts))
-        except Exception as e:
-            if type(e).__name__ == "RendezvousError":
-                raise InterpreterError(op, str(e)) from None
-            raise
-        return _pack(op, out)
-    reduced = reduce_among(op, ctx, arrays, group)
-    return _pack(op, [np.ascontiguousarray(_split(op, r, dim, len(group))[me]) for r in reduced])
+    services = between_processes(ctx)
+    if services is None or len(group) == 1:
+        reduced = reduce_among(op, ctx, arrays, group)
+        _into(outs, [_split(op, r, dim, len(group))[me] for r in reduced])
+        return
+    pieces = [[b if j == me else np.empty(b.shape, b.dtype) for j, b in enumerate(row)] for row in blocks]
+    sends = [(p, row[j]) for row in blocks for j, p in enumerate(group) if j != me]
+    receives = [(p, row[j]) for row in pieces for j, p in enumerate(group) if j != me]
+    _transfer(op, ctx, services, group, arrays, sends, receives, group)
+    _into(outs, [_combine(op, ctx, row) for row in pieces])
+
+
+@kernel("reduce-scatter")
+def reduce_scatter(op: OpView, args: list, ctx: Context) -> Value:
+    outs = empty_leaves(op.result_type)
+    reduce_scatter_into(op, _arrays(op, args), outs, ctx)
+    return _pack(op, outs)
 
 
 # -- all-to-all ------------------------------------------------------------------------------------------
-@kernel("all-to-all")
-def all_to_all(op: OpView, args: list, ctx: Context) -> Value:
-    arrays = _arrays(op, args)
+def all_to_all_into(op: OpView, arrays: list[np.ndarray], outs: list[np.ndarray], ctx: Context) -> None:
+    """all-to-all into `outs`. Array form (dimensions={d}): each operand splits along d into one block per
+    group member, block j goes to member j, the blocks received are concatenated along d in group order.
+    Tuple form: operand j goes to member j; result j is what member j sent. Between processes each block
+    moves from its operand view straight into its result view."""
     group = my_group(op, ctx)
     me = group.index(device_of(ctx))
     if op.attrs.get("dimensions"):
-        # Array form: split along d into one block per group member, block j goes to member j,
-        # the received blocks are concatenated along d in group order.
         dim = _dimension(op)
-        for a in arrays:
-            _split(op, a, dim, len(group))
-        vals = exchange(op, ctx, arrays, group)
-        out = [np.concatenate([_split(op, vals[r][i], dim, len(group))[me] for r in group], axis=dim)
-               for i in range(len(arrays))]
-        return _pack(op, out)
-    # Tuple form: operand j goes to group member j; result j is what member j sent to us.
-    if len(arrays) != len(group):
+        moves = [(b, o) for a, out in zip(arrays, outs)
+                 for b, o in zip(_split(op, a, dim, len(group)), np.split(out, len(group), axis=dim))]
+    elif len(arrays) != len(group):
         raise InterpreterError(op, f"the tuple form of all-to-all needs one operand per group member "
                                    f"({len(group)}), got {len(arrays)}")
-    vals = exchange(op, ctx, arrays, group)
-    return tuple(vals[r][me] for r in group)
+    else:
+        moves = list(zip(arrays, outs))
+    # moves[i * n + j] (array form; moves[j] in the tuple form): what goes to member j, where member j's comes
+    n = len(group)
+    services = between_processes(ctx)
+    if services is None or n == 1:
+        vals = exchange(op, ctx, [m[0] for m in moves], group)
+        _into([m[1] for m in moves], [vals[group[k % n]][k - k % n + me] for k in range(len(moves))])
+        return
+    sends, receives = [], []
+    for k, (block, target) in enumerate(moves):
+        p = group[k % n]
+        if p == device_of(ctx):
+            target[...] = block
+        else:
+            sends.append((p, block))
+            receives.append((p, target))
+    _transfer(op, ctx, services, group, arrays, sends, receives, group)
+
+
+@kernel("all-to-all")
+def all_to_all(op: OpView, args: list, ctx: Context) -> Value:
+    outs = empty_leaves(op.result_type)
+    all_to_all_into(op, _arrays(op, args), outs, ctx)
+    return _pack(op, outs)
 
 
 @kernel("ragged-all-to-all")
@@ -364,13 +438,12 @@ def ragged_all_to_all(op: OpView, args: list, ctx: Context) -> Value:
 
 
 # -- collective-permute / collective-broadcast -----------------------------------------------------
-def _collective_permute(op: OpView, args: list, ctx: Context) -> list[np.ndarray]:
+def _permute_pairs(op: OpView, ctx: Context) -> tuple[tuple[int, int], ...]:
+    """source_target_pairs as device indices (checked): without channel_id they name replicas (within this
+    partition), with one partitions (within this replica)."""
     if op.attrs.get("slice_sizes") is not None or op.attrs.get("dynamic_slice_sizes") is not None:
         raise InterpreterError(op, "the in-place form of collective-permute (with slice sizes) is not supported")
-    arrays = _arrays(op, args)
     pairs = tuple(op.attrs.get("source_target_pairs") or ())
-    # Without channel_id the pairs name replicas (within this partition), with one partitions
-    # (within this replica).
     p_count = num_partitions(ctx)
     by_partition = group_mode(op, ctx) == "partition"
     space, what = (p_count, "partition") if by_partition else (ctx.num_replicas, "replica")
@@ -386,38 +459,44 @@ def _collective_permute(op: OpView, args: list, ctx: Context) -> list[np.ndarray
     def device(i: int) -> int:
         return ctx.replica_id * p_count + i if by_partition else i * p_count + ctx.partition_id
 
+    return tuple((device(s), device(t)) for s, t in pairs)
+
+
+def collective_permute_into(op: OpView, arrays: list[np.ndarray], outs: list[np.ndarray], ctx: Context) -> None:
+    """collective-permute into `outs`: the operands go to this device's target, what its source sent
+    arrives in `outs` (zeros when no pair targets this device). Between processes point to point, from the
+    operands into the results."""
+    pairs = _permute_pairs(op, ctx)
     me = device_of(ctx)
-    pairs = tuple((device(s), device(t)) for s, t in pairs)
     ids = {i for pair in pairs for i in pair}
-    if me not in ids:
-        exchange(op, ctx, arrays, [me])  # keeps the execution count in step
-        return [np.zeros_like(a) for a in arrays]
-    services = getattr(ctx, "services", None)
-    if hasattr(services, "permute"):  # between processes: each array goes to its target only
-        count = services.count(me, op.name)
-        try:
-            received = services.permute((op.name, count), me, arrays, pairs, sorted(ids))
-        except RendezvousError as e:
-            raise InterpreterError(op, str(e)) from None
-        return [np.zeros_like(a) for a in arrays] if received is None else received
-    vals = exchange(op, ctx, arrays, sorted(ids))
     sources = [s for s, t in pairs if t == me]
-    if not sources:  # devices that are no target get zeros
-        return [np.zeros_like(a) for a in arrays]
-    return [np.array(v, copy=True) for v in vals[sources[0]]]
+    services = between_processes(ctx)
+    if me not in ids or services is None:
+        vals = exchange(op, ctx, arrays, sorted(ids) if me in ids else [me])  # the latter keeps the count in step
+        _into(outs, vals[sources[0]] if sources else [np.zeros_like(a) for a in arrays])
+        return
+    targets = [t for s, t in pairs if s == me and t != me]
+    receives = [(sources[0], out) for out in outs] if sources and sources[0] != me else []
+    if not sources:
+        _into(outs, [np.zeros_like(a) for a in arrays])
+    elif sources[0] == me:
+        _into(outs, arrays)
+    _transfer(op, ctx, services, sorted(ids), arrays, [(t, a) for a in arrays for t in targets], receives)
 
 
 @kernel("collective-permute")
 def collective_permute(op: OpView, args: list, ctx: Context) -> Value:
-    return _pack(op, _collective_permute(op, args, ctx))
+    outs = empty_leaves(op.result_type)
+    collective_permute_into(op, _arrays(op, args), outs, ctx)
+    return _pack(op, outs)
 
 
 @kernel("collective-permute-start")
 def collective_permute_start(op: OpView, args: list, ctx: Context) -> Value:
     # XLA: (operand, result, context...) (operands and results tuples when combined); done takes 1.
-    out = _collective_permute(op, args, ctx)
-    extra = op.result_type.elements[2:] if isinstance(op.result_type, TupleType) else ()
-    return (_bundle(list(args)), _bundle(list(out)), *[zeros_of(t) for t in extra])
+    outs = empty_leaves(op.result_type.elements[1])
+    collective_permute_into(op, _arrays(op, args), outs, ctx)
+    return (_bundle(list(args)), _bundle(outs), *[zeros_of(t) for t in op.result_type.elements[2:]])
 
 
 @kernel("collective-permute-done")
@@ -425,13 +504,29 @@ def collective_permute_done(op: OpView, args: list, ctx: Context) -> Value:
     return args[0][1]
 
 
+def collective_broadcast_into(op: OpView, arrays: list[np.ndarray], outs: list[np.ndarray], ctx: Context) -> None:
+    """collective-broadcast into `outs`: each group's first device sends its operands to the group; devices
+    in no group get zeros."""
+    groups = device_groups(op, ctx)
+    me = device_of(ctx)
+    if not any(me in g for g in groups):
+        _into(outs, [np.zeros_like(a) for a in arrays])
+        return
+    group = my_group(op, ctx, groups)
+    services = between_processes(ctx)
+    if services is None or len(group) == 1:
+        _into(outs, exchange(op, ctx, arrays, group)[group[0]])
+        return
+    root = group[0]
+    if me == root:
+        _into(outs, arrays)
+    sends = [(p, a) for a in arrays for p in group[1:]] if me == root else []
+    receives = [] if me == root else [(root, out) for out in outs]
+    _transfer(op, ctx, services, group, arrays, sends, receives, group)
+
+
 @kernel("collective-broadcast")
 def collective_broadcast(op: OpView, args: list, ctx: Context) -> Value:
-    """Each group's first device sends its operand to the group; devices in no group get zeros."""
-    arrays = _arrays(op, args)
-    groups = device_groups(op, ctx)
-    if not any(device_of(ctx) in g for g in groups):
-        return _pack(op, [np.zeros_like(a) for a in arrays])
-    group = my_group(op, ctx, groups)
-    vals = exchange(op, ctx, arrays, group)
-    return _pack(op, [np.array(v, copy=True) for v in vals[group[0]]])
+    outs = empty_leaves(op.result_type)
+    collective_broadcast_into(op, _arrays(op, args), outs, ctx)
+    return _pack(op, outs)
