@@ -8,6 +8,9 @@ and what arithmetic means on `pred`. `test_traits.py` checks every name here is 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 from mlir import ir
 
 from hlo_mlir.dialects import opcode_of
@@ -70,6 +73,15 @@ TABLES: dict[str, frozenset[str]] = {
     "SIDE_EFFECTING": SIDE_EFFECTING,
     "RESULT_ACCURACY": RESULT_ACCURACY,
 }
+
+
+def reduce_combines_nothing(shape: Sequence[int], dimensions: Sequence[int]) -> bool:
+    """Whether a reduce of an operand of `shape` over `dimensions` has one element for each result
+    element (every reduced dimension has size 1, or none is reduced). XLA:CPU then makes it a reshape of
+    the operands, init values and computation unused (its algebraic simplifier: as many elements in as
+    out), e.g. an add-reduce of -0 over a size-1 dimension is -0, one with init 5 ignores the 5; both
+    backends do the same."""
+    return math.prod(shape[d] for d in dimensions) == 1
 
 
 def reducer_kind(fn: ir.Operation) -> str | None:

@@ -26,7 +26,7 @@ from mlir.dialects import arith, scf, tensor
 from mlir.dialects import math as mlir_math
 
 from hlo_mlir.attr_types import Window
-from hlo_mlir.dialects.traits import PRED_ARITHMETIC, reducer_kind
+from hlo_mlir.dialects.traits import PRED_ARITHMETIC, reduce_combines_nothing, reducer_kind
 from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, element_mlir_type, rule, scalar_of
 from hlo_mlir.passes import parallelize
 from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import complex_zero
@@ -98,6 +98,8 @@ def reduce(rw: Rewriter) -> list[ir.Value]:
         raise rw.error(f"reduce dimensions {dims} do not fit operand rank {len(shape)}")
     kept = [d for d in range(len(shape)) if d not in dims]
     out_shape = [shape[d] for d in kept]
+    if reduce_combines_nothing(shape, dims):
+        return [reshape_view(x, out_shape) for x in xs]
     rank = len(shape)
     ident = ir.AffineMap.get_identity(rank)
     out_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(d) for d in kept])

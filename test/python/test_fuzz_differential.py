@@ -72,3 +72,52 @@ def test_rank0_pad() -> None:
     for backend in ("interpreter", "jit"):
         assert hlo_mlir.load(text).run(x, backend=backend)[0] == x
     assert run_xla(differential_fuzz.RANK0_PAD.sub(r"copy(\1)", text), [x])[0] == x
+
+
+REDUCE_SIZE_ONE = """HloModule m
+r2 {
+  a = f32[] parameter(0)
+  b = s32[] parameter(1)
+  c = f32[] parameter(2)
+  d = s32[] parameter(3)
+  s = f32[] add(a, c)
+  m = s32[] multiply(b, d)
+  ROOT t = (f32[], s32[]) tuple(s, m)
+}
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT a = f32[] add(x, y)
+}
+ENTRY e {
+  p = f32[1,3] parameter(0)
+  q = s32[1,3] parameter(1)
+  zero = f32[] constant(0)
+  five = f32[] constant(5)
+  seven = s32[] constant(7)
+  sum = f32[3] reduce(p, zero), dimensions={0}, to_apply=add
+  none = f32[1,3] reduce(p, five), dimensions={}, to_apply=add
+  pair = (f32[3], s32[3]) reduce(p, q, five, seven), dimensions={0}, to_apply=r2
+  pf = f32[3] get-tuple-element(pair), index=0
+  pq = s32[3] get-tuple-element(pair), index=1
+  ROOT t = (f32[3], f32[1,3], f32[3], s32[3]) tuple(sum, none, pf, pq)
+}
+"""
+
+
+@needs_xla
+@pytest.mark.parametrize("backend", ["interpreter", "jit"])
+def test_reduce_over_size_one_dims_is_a_reshape(backend: str) -> None:
+    """Three f16/f32 add-reduces of -0 the fuzzer found gave +0 (0 + -0) where XLA gives -0: XLA:CPU makes
+    a reduce with one element per result a reshape, init ignored (even a non-identity one, variadic too)."""
+    import hlo_mlir
+    import numpy as np
+    from hlo_mlir.oracle import run_xla
+
+    args = [np.array([[-0.0, 2.0, -3.0]], np.float32), np.array([[1, 2, 3]], np.int32)]
+    want = run_xla(REDUCE_SIZE_ONE, args)
+    got = hlo_mlir.load(REDUCE_SIZE_ONE).run(*args, backend=backend)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+        assert (np.signbit(g) == np.signbit(w)).all()
+    np.testing.assert_array_equal(got[0], args[0][0])

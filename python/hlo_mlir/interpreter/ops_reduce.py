@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from hlo_mlir.attr_types import Window
+from hlo_mlir.dialects.traits import reduce_combines_nothing
 from hlo_mlir.interpreter.contraction import complex_multiply
 from hlo_mlir.interpreter.ops_dot_conv import wrap_int
 from hlo_mlir.interpreter.registry import PRED_UFUNCS, REDUCER_UFUNCS, Context, InterpreterError, OpView, kernel
@@ -146,6 +147,8 @@ def reduce(op: OpView, args: list, ctx: Context) -> np.ndarray | tuple:
     dims = tuple(sorted(op.attrs.get("dimensions", ())))
     comp = op.attrs["to_apply"]
     keep = [d for d in range(xs[0].ndim) if d not in dims]
+    if reduce_combines_nothing(xs[0].shape, dims):
+        return _pack([x.reshape([x.shape[d] for d in keep]) for x in xs], op.result_type)
     size = int(np.prod([xs[0].shape[d] for d in dims], dtype=np.int64))
     rest = int(np.prod([xs[0].shape[d] for d in keep], dtype=np.int64))
     rows = [x.transpose(*dims, *keep).reshape(size, rest) for x in xs]
