@@ -1,7 +1,7 @@
 """Front-end fuzzing: generated and mutated HLO text through `hlo-opt` and `hlo-run --no-verify` in-process.
 
 Every input must end in a result (exit 0) or a located diagnostic (exit 1 with an `error:` line and no raw
-Python exception in it): a traceback, a hang (over --timeout seconds), a crash of the process or another
+Python exception in it): a traceback, a hang (over --timeout CPU seconds), a crash of the process or another
 exit code is a failure. Input i of a run is a function of (--seed, i): half are modules of the grammar
 generator (hlo_grammar.py), half mutations (mutate.py) of the test corpus or of generated modules.
 
@@ -80,8 +80,10 @@ def _call(main: Callable[[list[str]], int], argv: list[str], timeout: float) -> 
     def expire(signum: int, frame: object) -> None:
         raise Hang()
 
-    old = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
+    # CPU seconds, not wall-clock ones: on a loaded machine a niced worker waits for the CPU for longer
+    # than any input takes (load 15 here turned 1 s inputs into 20 s "hangs").
+    old = signal.signal(signal.SIGPROF, expire)
+    signal.setitimer(signal.ITIMER_PROF, timeout)
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
             rc = main(argv)
@@ -92,8 +94,8 @@ def _call(main: Callable[[list[str]], int], argv: list[str], timeout: float) -> 
     except BaseException:  # noqa: BLE001 (the finding itself)
         return -1, err.getvalue() + traceback.format_exc()
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, old)
     return rc, err.getvalue()
 
 
@@ -234,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--count", type=int, default=1000, help="inputs to try")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="fuzz-findings", help="directory for failing inputs and findings.jsonl")
-    p.add_argument("--timeout", type=float, default=20.0, help="seconds per tool run before it counts as a hang")
+    p.add_argument("--timeout", type=float, default=20.0,
+                   help="CPU seconds per tool run before it counts as a hang")
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
     p.add_argument("--batch", type=int, default=500, help="inputs per worker process")
     p.add_argument("--memory-gb", type=int, default=6, help="address-space limit of a worker")
