@@ -1,4 +1,4 @@
-"""Ops the JIT runs by calling back into Python: custom calls, FFT, rng-get-and-update-state.
+"""Ops the JIT runs by calling back into Python: custom calls, FFT, collectives.
 
 `host_call` emits a call to an external function bound at JIT time to a Python `HostFunction`
 (`hlo_mlir.runtime.host`): inputs are passed as memrefs of any layout, results are written into
@@ -8,7 +8,6 @@ the result is the interpreter's by construction:
     `hlo_mlir.interpreter.register_custom_call` (including the LAPACK FFI targets JAX emits for linear
     algebra); an unregistered target is a compile-time error;
   * fft: NumPy's pocketfft through the interpreter kernel (no native lowering);
-  * rng-get-and-update-state: shares the interpreter's per-instruction state;
   * types the native lowerings of cholesky, triangular-solve and batch norm leave out (`linalg_ops.py`,
     `batch_norm.py`) run the interpreter's kernel too;
   * rare ops without a native lowering: ragged-dot, stochastic-convert;
@@ -152,7 +151,7 @@ def custom_call(rw: Rewriter) -> list[ir.Value]:
     return interpreter_call(rw)
 
 
-@rule("fft", "rng-get-and-update-state")
+@rule("fft")
 def host_kernel(rw: Rewriter) -> list[ir.Value]:
     for i in range(rw.num_operands):
         for a in leaves(rw.hlo_operand_type(i)):

@@ -207,7 +207,9 @@ def rng_bit_generator(rw: Rewriter) -> list[ir.Value]:
 
 # ----------------------------------------------------------------------------- rng
 
-RNG_GLOBAL_ATTR = "hlo.rng_instruction"  # on the memref.global of an `rng` instruction's stream: its identity
+# On the memref.global holding an instruction's random state: `ops_rng.Streams` slot kind -> this attribute,
+# whose value is the instruction's identity (`ops_rng.instruction_id`).
+SLOT_ATTRS = {"rng": "hlo.rng_instruction", "state": "hlo.rng_state_instruction"}
 
 
 class _MlirArith:
@@ -322,36 +324,42 @@ class _MlirArith:
         return x if ir.IntegerType(t).width == 64 else arith.trunci(t, x)
 
 
-def _stream_global(rw: Rewriter, instruction: str) -> str:
-    """The symbol of the public `memref<2xi64>` global (key, executions so far) of `instruction`'s stream,
-    declared once per module (every inlined copy of the instruction shares it, as the interpreter's one
-    count); the runtime writes it before a call and reads the executions back after."""
-    block = next(iter(rw.conv.funcs.values())).operation.parent.regions[0].blocks[0]
-    taken = 0
+def rng_streams(module: ir.Module) -> list[tuple[str, tuple[str, str]]]:
+    """(global symbol, `ops_rng.Streams` slot (kind, instruction)) of every random-state global of a module."""
+    return _slots(module.body)
+
+
+def _slots(block: ir.Block) -> list[tuple[str, tuple[str, str]]]:
+    out = []
     for op in block.operations:
-        if op.operation.name == "memref.global" and RNG_GLOBAL_ATTR in op.operation.attributes:
-            if ir.StringAttr(op.operation.attributes[RNG_GLOBAL_ATTR]).value == instruction:
-                return ir.StringAttr(op.operation.attributes["sym_name"]).value
-            taken += 1
-    name = f"hlo_rng_{taken}"
+        op = op.operation
+        if op.name != "memref.global":
+            continue
+        for kind, attr in SLOT_ATTRS.items():
+            if attr in op.attributes:
+                out.append((ir.StringAttr(op.attributes["sym_name"]).value,
+                            (kind, ir.StringAttr(op.attributes[attr]).value)))
+    return out
+
+
+def _state_global(rw: Rewriter, kind: str) -> ir.Value:
+    """The public `memref<2xi64>` global of this instruction's random state (`ops_rng.Streams` slot `kind`),
+    declared once per module: every inlined copy of the instruction shares it, as the interpreter's one
+    instruction has one state. The runtime writes it before a call and reads it back after."""
+    instruction = ops_rng.instruction_id(rw.op)
+    block = next(iter(rw.conv.funcs.values())).operation.parent.regions[0].blocks[0]
     i64 = ir.IntegerType.get_signless(64)
     t = ir.MemRefType.get([2], i64)
-    with ir.InsertionPoint.at_block_begin(block):
-        g = memref.GlobalOp(name, ir.TypeAttr.get(t), sym_visibility="public",
-                            initial_value=ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([2], i64),
-                                                                         ir.IntegerAttr.get(i64, 0)))
-        g.operation.attributes[RNG_GLOBAL_ATTR] = ir.StringAttr.get(instruction)
-    return name
-
-
-def rng_streams(module: ir.Module) -> list[tuple[str, str]]:
-    """(global symbol, instruction identity) of every `rng` stream of a lowered module."""
-    out = []
-    for op in module.body.operations:
-        if op.operation.name == "memref.global" and RNG_GLOBAL_ATTR in op.operation.attributes:
-            out.append((ir.StringAttr(op.operation.attributes["sym_name"]).value,
-                        ir.StringAttr(op.operation.attributes[RNG_GLOBAL_ATTR]).value))
-    return out
+    found = {slot: symbol for symbol, slot in _slots(block)}
+    name = found.get((kind, instruction))
+    if name is None:
+        name = f"hlo_{'rng' if kind == 'rng' else 'rng_state'}_{len(found)}"
+        with ir.InsertionPoint.at_block_begin(block):
+            g = memref.GlobalOp(name, ir.TypeAttr.get(t), sym_visibility="public",
+                                initial_value=ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([2], i64),
+                                                                             ir.IntegerAttr.get(i64, 0)))
+            g.operation.attributes[SLOT_ATTRS[kind]] = ir.StringAttr.get(instruction)
+    return memref.get_global(t, name)
 
 
 @rule("rng")
@@ -369,8 +377,7 @@ def rng(rw: Rewriter) -> list[ir.Value]:
         raise rw.unsupported("an rng inside a scalar computation")
     ops = _Ops(rw)
     index = ir.IndexType.get()
-    state_t = ir.MemRefType.get([2], ops.i64)
-    state = memref.get_global(state_t, _stream_global(rw, ops_rng.instruction_id(rw.op)))
+    state = _state_global(rw, "rng")
     zero, one = arith.constant(index, 0), arith.constant(index, 1)
     key = memref.load(state, [zero])
     execution = memref.load(state, [one])
@@ -390,3 +397,22 @@ def rng(rw: Rewriter) -> list[ir.Value]:
 
     out_t = element_mlir_type(t.element)
     return rw.generic([], [], dims, [out_t], body)
+
+
+@rule("rng-get-and-update-state")
+def rng_get_and_update_state(rw: Rewriter) -> list[ir.Value]:
+    """The instruction's state (low, high) from its global, which then advances by `delta` (a 128-bit add)."""
+    t = rw.hlo_result_type()
+    if not (isinstance(t, ArrayType) and t.dims == (2,) and t.element.bits == 64 and not t.element.is_float):
+        raise rw.unsupported(f"result type {t}")
+    ops = _Ops(rw)
+    index = ir.IndexType.get()
+    state = _state_global(rw, "state")
+    at = [arith.constant(index, 0)], [arith.constant(index, 1)]
+    lo, hi = memref.load(state, at[0]), memref.load(state, at[1])
+    delta = int(rw.attrs.get("delta", 0)) & ((1 << 128) - 1)
+    new_lo = arith.addi(lo, ops.c64(delta))
+    carry = arith.extui(ops.i64, arith.cmpi(arith.CmpIPredicate.ult, new_lo, lo))
+    memref.store(new_lo, state, at[0])
+    memref.store(arith.addi(arith.addi(hi, ops.c64(delta >> 64)), carry), state, at[1])
+    return [tensor.FromElementsOp(ir.RankedTensorType.get([2], ops.i64), [lo, hi]).result]

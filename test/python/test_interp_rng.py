@@ -15,7 +15,7 @@ import pytest
 from hlo_mlir.interpreter import ops_rng
 from hlo_mlir.interpreter.registry import KERNELS
 from hlo_mlir.oracle import run_xla
-from hlo_mlir.types import BY_DTYPE, ArrayType, HloType, TupleType, array
+from hlo_mlir.types import BY_DTYPE, ArrayType, HloType, TupleType
 from jax import lax
 from jax._src import xla_bridge
 from jax._src.lib import xla_client
@@ -289,12 +289,13 @@ def test_unsupported_types_name_the_instruction(text: str, message: str) -> None
 
 
 def test_rng_get_and_update_state() -> None:
-    rt = array("u64", 2)
-    op = FakeOp("rng-get-and-update-state", rt, {"delta": 5}, name="state.7")
-    first = KERNELS["rng-get-and-update-state"](op, [], None)
-    second = KERNELS["rng-get-and-update-state"](op, [], None)
+    """Each instruction's state starts at XLA CPU's 0x7012395 and moves by delta per execution, per module."""
+    text = "HloModule m\nENTRY e {\n  ROOT state.7 = u64[2] rng-get-and-update-state(), delta=5\n}\n"
+    m = hlo_mlir.load(text)
+    first, second = m.run()[0], m.run()[0]
     assert first.dtype == np.uint64 and first.tolist() == [0x7012395, 0]
     assert second.tolist() == [0x7012395 + 5, 0]
+    assert hlo_mlir.load(text).run()[0].tolist() == [0x7012395, 0]
 
 
 # ----------------------------------------------------------------------------- HLO text, end to end

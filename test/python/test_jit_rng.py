@@ -37,11 +37,53 @@ def test_rng_bit_generator(algorithm: str, state: str, out: str) -> None:
     check(_rbg(algorithm, state, out), seed, xla=out.startswith("u"))
 
 
-def test_rng_get_and_update_state_advances() -> None:
-    text = "HloModule m\nENTRY e {\n  ROOT r = u64[2] rng-get-and-update-state(), delta=16\n}\n"
-    m = hlo_mlir.load(text)
-    a, b = (m.run(backend="jit")[0] for _ in range(2))
-    assert int(b[0]) == int(a[0]) + 16 and b[1] == a[1]
+STATE_LOOP = """HloModule m
+body {
+  p = (s32[], u64[5,2]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  acc = u64[5,2] get-tuple-element(p), index=1
+  s = u64[2] rng-get-and-update-state(), delta=4611686018427387904
+  r = u64[1,2] reshape(s)
+  z = s32[] constant(0)
+  u = u64[5,2] dynamic-update-slice(acc, r, i, z)
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  ROOT t = (s32[], u64[5,2]) tuple(j, u)
+}
+cond {
+  p = (s32[], u64[5,2]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(5)
+  ROOT c = pred[] compare(i, n), direction=LT
+}
+ENTRY e {
+  z = s32[] constant(0)
+  zu = u64[] constant(0)
+  zb = u64[5,2] broadcast(zu), dimensions={}
+  init = (s32[], u64[5,2]) tuple(z, zb)
+  w = (s32[], u64[5,2]) while(init), condition=cond, body=body
+  rows = u64[5,2] get-tuple-element(w), index=1
+  other = u64[2] rng-get-and-update-state(), delta=16
+  ROOT t = (u64[5,2], u64[2]) tuple(rows, other)
+}
+"""
+
+
+def test_rng_get_and_update_state_is_native_and_advances() -> None:
+    """Native code (a global per instruction): 2^62 per iteration carries into the high word after four, each
+    instruction has its own state, a second run continues, and the JIT equals the interpreter throughout."""
+    m = hlo_mlir.load(STATE_LOOP)
+    for run in range(2):
+        rows, other = m.run(backend="jit")
+        ref_rows, ref_other = m.run()
+        _same(rows, ref_rows)
+        _same(other, ref_other)
+        start = 0x7012395 + run * 5 * 2**62
+        expect = [start + k * 2**62 for k in range(5)]
+        assert [int(lo) | int(hi) << 64 for lo, hi in rows.tolist()] == expect
+        assert other.tolist() == [0x7012395 + 16 * run, 0]
+    text = "HloModule m\nENTRY e {\n  ROOT r = u64[2] rng-get-and-update-state(), delta=7\n}\n"
+    check(text)  # the first run's state equals XLA's
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> None:
@@ -156,5 +198,5 @@ def test_rng_seed_and_compiled_module_from_the_cache(tmp_path: Path) -> None:
 
 def test_rng_on_device_threads_is_an_error() -> None:
     m = hlo_mlir.load(_rng("rng_uniform", "f32", "0", "1", "[4]"))
-    with pytest.raises(hlo_mlir.HloError, match="'e/r': rng instructions keep their streams in globals"):
+    with pytest.raises(hlo_mlir.HloError, match="'e/r': rng instructions keep their state in globals"):
         m.run(backend="jit", replicas=2)

@@ -15,7 +15,8 @@ rng-bit-generator is bit-exact with XLA (RngBitGeneratorExpander + lib/prng.cc):
 `rng` (rng_uniform / rng_normal) is not bit-comparable with XLA (XLA keys it per compilation): it is a
 counter-based Philox stream per instruction and execution, defined once below (`draw`) and computed the
 same, bit for bit, by this kernel and the JIT's native code. rng-get-and-update-state keeps a 128-bit state
-per instruction starting at XLA CPU's 0x7012395, returned as u64[2] (low, high) before adding `delta`.
+per instruction (in `Streams`, like rng's) starting at XLA CPU's 0x7012395, returned as u64[2] (low, high)
+before adding `delta`; the JIT's native code keeps it in a global of the compiled code.
 """
 
 from __future__ import annotations
@@ -480,14 +481,23 @@ class _NumPyArith:
 _NUMPY = _NumPyArith()
 
 
+_INITIAL_STATE = 0x7012395  # XLA CPU's first rng-get-and-update-state value
+_M128 = (1 << 128) - 1
+
+
 class Streams:
-    """The `rng` streams of one module run by one backend on one device: the seed, and how many times each
-    instruction (by `instruction_id`) has executed. Both backends start at execution 0 with the module's seed,
-    so the k-th run of a module draws the same numbers in each."""
+    """The random state of one module run by one backend on one device: the seed and how many times each `rng`
+    instruction (by `instruction_id`) has executed, and each rng-get-and-update-state instruction's 128-bit
+    state. Both backends start from the same, so the k-th run of a module draws the same numbers in each.
+
+    The JIT keeps them in two-word globals of the compiled code (`write` before a call, `read` after), one
+    per slot `(kind, instruction)`: kind "rng" holds (Philox key, executions), "state" the state (low, high).
+    """
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
         self.executions: dict[str, int] = {}
+        self.states: dict[str, int] = {}
         self._keys: dict[str, int] = {}
 
     def key(self, instruction: str) -> int:
@@ -504,15 +514,28 @@ class Streams:
         self.executions[instruction] = (n + 1) & _M64
         return self.key(instruction), n
 
-    def write(self, slots: Sequence[tuple[str, Any]]) -> None:
-        """Into the compiled code's per-instruction globals (key, executions so far), before a call."""
-        for instruction, words in slots:
-            words[0], words[1] = self.key(instruction), self.executions.get(instruction, 0)
+    def advance(self, instruction: str, delta: int) -> int:
+        """The state of rng-get-and-update-state `instruction`, which then moves on by `delta` (mod 2^128)."""
+        state = self.states.get(instruction, _INITIAL_STATE)
+        self.states[instruction] = (state + delta) & _M128
+        return state
 
-    def read(self, slots: Sequence[tuple[str, Any]]) -> None:
-        """Back from those globals after the call: the executions it made."""
-        for instruction, words in slots:
-            self.executions[instruction] = int(words[1])
+    def write(self, slots: Sequence[tuple[tuple[str, str], Any]]) -> None:
+        """Into the compiled code's globals (two u64 words each), before a call."""
+        for (kind, instruction), words in slots:
+            if kind == "rng":
+                words[0], words[1] = self.key(instruction), self.executions.get(instruction, 0)
+            else:
+                state = self.states.get(instruction, _INITIAL_STATE)
+                words[0], words[1] = state & _M64, state >> 64
+
+    def read(self, slots: Sequence[tuple[tuple[str, str], Any]]) -> None:
+        """Back from those globals after the call: the executions and states it left."""
+        for (kind, instruction), words in slots:
+            if kind == "rng":
+                self.executions[instruction] = int(words[1])
+            else:
+                self.states[instruction] = int(words[0]) | int(words[1]) << 64
 
 
 def instruction_id(op: ir.Operation) -> str:
@@ -553,13 +576,9 @@ def rng(op: OpView, args: list, ctx: Context) -> np.ndarray:
     return np.asarray(value).astype(rt.dtype).reshape(rt.dims)
 
 
-_STATES: dict[tuple[str, str], int] = {}
-_INITIAL_STATE = 0x7012395
-
-
 @kernel("rng-get-and-update-state")
 def rng_get_and_update_state(op: OpView, args: list, ctx: Context) -> np.ndarray:
-    key = (op.location, op.name)
-    state = _STATES.get(key, _INITIAL_STATE)
-    _STATES[key] = (state + int(op.attrs.get("delta", 0))) & ((1 << 128) - 1)
+    """The instruction's 128-bit state as u64[2] (low, high); it then advances by `delta`."""
+    streams = getattr(ctx, "rng_streams", None) or _UNBOUND
+    state = streams.advance(instruction_id(op.op), int(op.attrs.get("delta", 0)))  # type: ignore[attr-defined]
     return np.array([state & _M64, state >> 64], np.uint64)

@@ -73,7 +73,7 @@ class Compiled:
     from_cache: bool = False  # loaded from the on-disk cache (no code generation in this process)
     kernels: dict = field(default_factory=dict)  # `k<N>` (kernel call site) -> HLO instruction names (--profile)
     root: str = ""  # the entry's ROOT instruction (named when a result cannot be allocated)
-    rng: list = field(default_factory=list)  # (global symbol, instruction) of each `rng` stream (ops_rng.Streams)
+    rng: list = field(default_factory=list)  # (global symbol, ops_rng.Streams slot) of each random-state global
     _fn: Any = None
     _free: Any = None
     _fp_enter: Any = None  # support.c's hlo_mlir_fp_enter/exit: the denormal mode around a call
@@ -82,7 +82,7 @@ class Compiled:
     _arg_layouts: list = field(default_factory=list)  # per parameter: (dtype, shape, descriptor, shape, strides)
     _result_layouts: list = field(default_factory=list)  # per result: (storage dtype, shape, elements, dtype)
     _plain: bool = False  # every parameter a plain array (no tuple/token): the fast argument check applies
-    _rng_slots: list = field(default_factory=list)  # (instruction, its global's (key, executions) words)
+    _rng_slots: list = field(default_factory=list)  # (slot, its global's two words)
     _rng_own: Any = None  # the streams of calls not given any (seed 0)
 
     def __post_init__(self) -> None:
@@ -110,8 +110,8 @@ class Compiled:
         if self.rng:
             from hlo_mlir.interpreter.ops_rng import Streams
 
-            self._rng_slots = [(instruction, (ctypes.c_uint64 * 2).from_address(_address(self.lib, symbol)))
-                               for symbol, instruction in self.rng]
+            self._rng_slots = [(slot, (ctypes.c_uint64 * 2).from_address(_address(self.lib, symbol)))
+                               for symbol, slot in self.rng]
             self._rng_own = Streams()
         self._plain = bool(self.signature) and all(isinstance(t, Array) for t in self.signature[1])
 
@@ -156,7 +156,7 @@ class Compiled:
     def __call__(self, *args: Any, flush_denormals: bool = True, rng: Any = None) -> list[np.ndarray]:
         """Results of the entry function on flat arguments; `flush_denormals` runs it as XLA:CPU runs its
         kernels (subnormal inputs read as zero, subnormal results flushed), False keeps IEEE behaviour; `rng`
-        (an `ops_rng.Streams`) is where the `rng` instructions' streams continue from and are kept."""
+        (an `ops_rng.Streams`) is where the random state of rng instructions continues from and is kept."""
         if len(args) != len(self.params):
             raise HloError(f"jit: the entry computation takes {len(self.params)} array argument(s), got {len(args)}")
         self._check_result_sizes()
@@ -359,9 +359,9 @@ def run(module: Any, args: Sequence[Any], replicas: int = 1, infeed: Any = (), o
     if replicas == 1 and not mpi and device_args is None and not compiled.host_callbacks:  # nothing calls back
         return compiled(*compiled.flatten_arguments(args), flush_denormals=flush, rng=module_streams(module, "jit"))
     if compiled.rng and not mpi and (replicas > 1 or len(device_args or ()) > 1):
-        raise HloError(f"jit: '{compiled.rng[0][1]}': rng instructions keep their streams in globals of the compiled "
-                       "code, which devices running as threads of one process would share: run them under MPI "
-                       "(--mpi, a process per device) or with the interpreter")
+        raise HloError(f"jit: '{compiled.rng[0][1][1]}': rng instructions keep their state in globals of the "
+                       "compiled code, which devices running as threads of one process would share: run them under "
+                       "MPI (--mpi, a process per device) or with the interpreter")
 
     def device(dev: Any, dev_args: Sequence[Any]) -> list[np.ndarray]:
         host.bind_replica(dev)
