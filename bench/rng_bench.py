@@ -1,0 +1,72 @@
+"""`rng` and rng-get-and-update-state on our JIT against XLA:CPU, timed in the same run on the same HLO text.
+
+Why: both ops ran as host callbacks into the NumPy interpreter until they became native code (issue 12); this
+prints what a call costs now. The numbers themselves differ from XLA's by design (XLA keys `rng` per
+compilation; ours is a Philox stream per instruction, `interpreter/ops_rng.py`), so only times are compared.
+Each figure is the median of `--runs` calls after one warm-up; ours is `Module.run(backend="jit")` as users
+call it, XLA's `execute` on device buffers. The interpreter's time is printed for scale.
+
+Usage: python bench/rng_bench.py [--runs N] [--only NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+N = 1 << 20
+WORKLOADS = {
+    "uniform_f32_1M": f"u = f32[{N}] rng(a, b), distribution=rng_uniform", "normal_f32_1M":
+    f"u = f32[{N}] rng(a, b), distribution=rng_normal", "normal_f64_1M": f"u = f64[{N}] rng(a, b), "
+    "distribution=rng_normal", "uniform_s32_1M": f"u = s32[{N}] rng(a, b), distribution=rng_uniform",
+    "uniform_f32_16": "u = f32[16] rng(a, b), distribution=rng_uniform",
+    "state_u64_2": "u = u64[2] rng-get-and-update-state(), delta=16",
+}
+
+
+def text(name: str) -> str:
+    body = WORKLOADS[name]
+    et = body.split("=")[1].split("[")[0].strip()
+    bounds = "" if "state" in name else f"  a = {et}[] constant(1)\n  b = {et}[] constant(5)\n"
+    return f"HloModule {name}\nENTRY e {{\n{bounds}  ROOT {body}\n}}\n"
+
+
+def median_ms(fn: Callable[[], Any], runs: int) -> float:
+    fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--only", choices=sorted(WORKLOADS))
+    args = p.parse_args()
+
+    import hlo_mlir
+    from hlo_mlir import oracle
+
+    names = [args.only] if args.only else list(WORKLOADS)
+    print(f"# {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}, median of {args.runs} runs")
+    print("| workload | ours jit ms | XLA ms | ratio | interpreter ms |")
+    print("| --- | --- | --- | --- | --- |")
+    for name in names:
+        hlo = text(name)
+        exe, _, _ = oracle._compile(hlo)
+        xla = median_ms(lambda exe=exe: [o.block_until_ready() for o in exe.execute([])], args.runs)
+        module = hlo_mlir.load(hlo)
+        ours = median_ms(lambda module=module: module.run(backend="jit"), args.runs)
+        interp = median_ms(lambda module=module: module.run(), max(3, args.runs // 5))
+        print(f"| {name} | {ours:.3f} | {xla:.3f} | {ours / xla:.2f} | {interp:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
