@@ -121,3 +121,28 @@ def test_reduce_over_size_one_dims_is_a_reshape(backend: str) -> None:
         np.testing.assert_array_equal(g, w)
         assert (np.signbit(g) == np.signbit(w)).all()
     np.testing.assert_array_equal(got[0], args[0][0])
+
+
+@needs_xla
+@pytest.mark.parametrize("backend", ["interpreter", "jit"])
+def test_dot_overflowing_products_sum_as_xla(backend: str) -> None:
+    """The fuzzer's bf16 dot (seed 11, program 8947): products 2e40 and -2e40 overflow f32; BLAS summed them
+    in separate lanes (inf - inf = NaN), XLA adds each product unrounded in k order (inf)."""
+    import hlo_mlir
+    import ml_dtypes
+    import numpy as np
+    from hlo_mlir.oracle import run_xla
+
+    text = """HloModule m
+ENTRY e {
+  x = bf16[1,5] parameter(0)
+  y = bf16[5,1] parameter(1)
+  ROOT d = bf16[1,1] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+"""
+    x = np.array([[-0.75, 3.00405527e38, 1.1953125, 3.00405527e38, -1.01019046e-39]]).astype(ml_dtypes.bfloat16)
+    y = np.array([[74], [65.5], [36.75], [-75], [-15.1875]]).astype(ml_dtypes.bfloat16)
+    want = run_xla(text, [x, y])[0]
+    assert np.isposinf(want.astype(np.float32)).all()
+    got = hlo_mlir.load(text).run(x, y, backend=backend)[0]
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))

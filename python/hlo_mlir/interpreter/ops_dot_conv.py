@@ -80,7 +80,28 @@ def _matmul(a: np.ndarray, b: np.ndarray, result: ArrayType) -> np.ndarray:
     """(B,M,K) x (B,K,N) in accumulation types; returns the unrounded product."""
     if compute_dtype(result) is None:
         return _int_matmul(a, b)
-    return np.matmul(a, b)
+    return _float_matmul(a, b)
+
+
+def _float_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """BLAS, except for the results it gives as inf or NaN: those are summed again in k order, each
+    product added unrounded (a fused multiply-add, emulated in a wider type), as XLA:CPU's dot loops
+    and our JIT do. BLAS sums lanes of partial products: a row with products 2e40 and -2e40 overflowing f32
+    gave inf - inf = NaN where the fused sum stays inf."""
+    out = np.matmul(a, b)
+    if out.dtype.kind != "f":
+        return out
+    bad = ~np.isfinite(out)
+    if bad.any():
+        wide = np.float64 if out.dtype.itemsize < 8 else np.longdouble
+        n, i, j = np.nonzero(bad)
+        lhs, rhs = a[n, i, :].astype(wide), b[n, :, j].astype(wide)
+        acc = np.zeros(len(n), out.dtype)
+        with np.errstate(invalid="ignore", over="ignore"):
+            for k in range(lhs.shape[1]):
+                acc = (acc.astype(wide) + lhs[:, k] * rhs[:, k]).astype(out.dtype)
+        out[bad] = acc
+    return out
 
 
 def _finish(r: np.ndarray, result: ArrayType) -> np.ndarray:
