@@ -110,7 +110,7 @@ class Compiled:
         if self.rng:
             from hlo_mlir.interpreter.ops_rng import Streams
 
-            self._rng_slots = [(slot, (ctypes.c_uint64 * 2).from_address(_address(self.lib, symbol)))
+            self._rng_slots = [(slot, (ctypes.c_uint64 * 2).from_address(self.lib.address(symbol)))
                                for symbol, slot in self.rng]
             self._rng_own = Streams()
         self._plain = bool(self.signature) and all(isinstance(t, Array) for t in self.signature[1])
@@ -217,13 +217,6 @@ class Compiled:
         return values
 
 
-def _address(lib: Any, symbol: str) -> int:
-    """The address of a global the module defines (a `native.Library`, or a library loaded by ctypes)."""
-    if hasattr(lib, "address"):
-        return lib.address(symbol)
-    return ctypes.addressof(ctypes.c_uint64.in_dll(lib, symbol))
-
-
 def _leaves(t: Any, v: Any) -> list[Any]:
     from hlo_mlir.types import TokenType, TupleType
 
@@ -303,9 +296,9 @@ def _compile(module: Any, text: str | None, key: str | None, profile: bool, thre
     from hlo_mlir.passes import lower_to_llvm
     from hlo_mlir.passes.convert_hlo_to_linalg import convert
     from hlo_mlir.passes.convert_hlo_to_linalg.core import leaves
+    from hlo_mlir.passes.convert_hlo_to_linalg.rng import rng_streams
     from hlo_mlir.runtime import cache, native
 
-    from hlo_mlir.passes.convert_hlo_to_linalg.rng import rng_streams
     lowered = convert(module, text)
     with module.context:
         try:
@@ -348,8 +341,8 @@ def run(module: Any, args: Sequence[Any], replicas: int = 1, infeed: Any = (), o
     under MPI), and collectives, feeds and send/recv call back into the interpreter's kernels with the
     run's services.
     """
-    from hlo_mlir.interpreter.ops_rng import module_streams
     from hlo_mlir.interpreter.denormals import flushes
+    from hlo_mlir.interpreter.ops_rng import module_streams
     from hlo_mlir.interpreter.run import run_devices
 
     flush = flushes(denormals)
