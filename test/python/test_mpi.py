@@ -176,26 +176,36 @@ def test_process_count_must_match_the_header() -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_killed_process_stops_the_others_within_10s(tmp_path: Path) -> None:
-    """Device 1 dies (SIGKILL) while device 0 waits for it in an all-reduce: mpiexec ends the run, non-zero."""
-    die = "from mpi4py import MPI; import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+@pytest.mark.parametrize("backend", ["interpreter", "jit"])
+def test_killed_process_stops_the_others_within_10s(backend: str) -> None:
+    """Device 1 dies (SIGKILL) once device 0 waits for it in an all-reduce (its header has arrived): mpiexec
+    ends the run, non-zero, and device 0's watchdog says where device 0 was."""
+    from hlo_mlir.interpreter.mpi import TAG_HEADER
+
+    die = (f"from mpi4py import MPI; import os, signal; MPI.COMM_WORLD.Probe(source=0, tag={TAG_HEADER}); "
+           "os.kill(os.getpid(), signal.SIGKILL)")
     start = time.monotonic()
     proc = subprocess.run([MPIEXEC, "-n", "1", *HLO_RUN, str(CORPUS / "dp_train_step.n2.hlo"), "--random-inputs",
-                           "--backend", "interpreter", "--mpi", ":", "-n", "1", sys.executable, "-c", die],
+                           "--backend", backend, "--mpi", ":", "-n", "1", sys.executable, "-c", die],
                           capture_output=True, text=True, timeout=60, check=False)
     elapsed = time.monotonic() - start
     assert proc.returncode != 0
     assert elapsed < 10, elapsed
     assert "KILLED BY SIGNAL: 9" in proc.stdout + proc.stderr or "signal 9" in proc.stdout + proc.stderr
+    assert re.search(r"error: device 0: killed while waiting in all-reduce '[^']+' \(execution 0\) for device\(s\) "
+                     r"\[1\]", proc.stderr), proc.stderr
 
 
-def test_failing_device_stops_the_others_naming_device_and_instruction(expected: dict, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["interpreter", "jit"])
+def test_failing_device_stops_the_others_naming_device_and_instruction(expected: dict, tmp_path: Path,
+                                                                       backend: str) -> None:
     """Device 1 cannot read its inputs; device 0, waiting for it at the first all-reduce, stops with an
     error naming itself, the instruction and device 1's failure."""
     name = "dp_train_step.n2.hlo"
     (tmp_path / "in.0.npz").write_bytes((expected["root"] / name / "in.0.npz").read_bytes())
     start = time.monotonic()
-    proc = _mpiexec(2, str(CORPUS / name), "--backend", "interpreter", "--inputs", str(tmp_path / "in.{rank}.npz"),
+    cold = ["--no-cache"] if backend == "jit" else []  # device 0 compiles before it waits
+    proc = _mpiexec(2, str(CORPUS / name), "--backend", backend, "--inputs", str(tmp_path / "in.{rank}.npz"), *cold,
                     timeout=60)
     assert proc.returncode != 0
     assert time.monotonic() - start < 10
@@ -241,6 +251,42 @@ def test_mismatched_collectives_are_an_error_not_a_deadlock(tmp_path: Path, back
     assert proc.returncode != 0
     assert time.monotonic() - start < 30
     assert "mismatched collectives" in proc.stderr and "'sum_a'" in proc.stderr and "'sum_b'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+SAME_NAME = """HloModule same_name, num_partitions=2
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY e {
+  x = f32[SIZE] parameter(0)
+  ROOT sum = f32[SIZE] all-reduce(x), channel_id=1, replica_groups={GROUP}, use_global_device_ids=true, to_apply=add
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "jit"])
+@pytest.mark.parametrize("theirs,want", [(("8", "{0,1}"), "float32[8]"), (("4", "{1,0}"), "over devices [1, 0]")])
+def test_same_collective_with_other_shapes_or_groups_is_an_error(tmp_path: Path, backend: str, theirs: tuple,
+                                                                 want: str) -> None:
+    """Devices 0 and 1 run modules differing in the all-reduce's operand shape or in its group's order
+    (mpiexec's MPMD form): the header swap finds it, each device stops with an error naming both sides."""
+    paths = []
+    for d, (size, group) in enumerate([("4", "{0,1}"), theirs]):
+        paths.append(tmp_path / f"d{d}.hlo")
+        paths[-1].write_text(SAME_NAME.replace("SIZE", size).replace("GROUP", group))
+    start = time.monotonic()
+    proc = subprocess.run([MPIEXEC, "-n", "1", *HLO_RUN, str(paths[0]), "--random-inputs", "--backend", backend, "--mpi",
+                           ":", "-n", "1", *HLO_RUN, str(paths[1]), "--random-inputs", "--backend", backend, "--mpi"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode != 0
+    assert time.monotonic() - start < 30
+    assert re.search(r"error: device [01]: .*mismatched collectives: device [01] is at 'sum' \(execution 0", proc.stderr)
+    assert want in proc.stderr
     assert "Traceback" not in proc.stderr
 
 

@@ -480,6 +480,7 @@ class MpiServices:
         requests += [self.comm.Isend([note, self.MPI.BYTE], dest=r, tag=TAG_CONTROL) for r in others]
         failed: set[int] = set()
         start = time.monotonic()
+        _watch(self._killed(("the end of the run",), others))
         while not self.MPI.Request.Testall(requests) or any(not _STATE["done"][r] and r not in failed
                                                              for r in others):
             self._control(("the end of the run",), failed)
@@ -487,6 +488,7 @@ class MpiServices:
                 raise HloError(f"device {self.device} finished, but waited {self.timeout:g} s for the others to "
                                "finish (or for values it sent on a channel to be received) (HLO_MLIR_MPI_TIMEOUT)")
             time.sleep(1e-4)
+        _watch("")
         for r in others:
             if _STATE["done"][r]:
                 _STATE["done"][r] -= 1
