@@ -383,7 +383,39 @@ def test_jit_huge_result_is_a_diagnostic(tmp_path: Path) -> None:
                        check=False, capture_output=True, text=True, timeout=300)
     check(r.returncode, r.stderr, "jit run of a 4 TB broadcast")
     assert r.returncode == 1
-    assert "the ROOT instruction 'b' (f32[100000,100000,100]) needs 4000000000000 bytes" in r.stderr
+    assert "in.hlo:4:3: error: jit: instruction 'b' (f32[100000,100000,100]) needs a buffer of 4000000000000 bytes" \
+        in r.stderr
+
+
+def test_jit_huge_intermediate_is_a_diagnostic(tmp_path: Path) -> None:
+    """A 1.6 TB sort operand inside the module (the result is small): it was a SIGSEGV of the compiled code,
+    which cannot report a failed allocation. In a subprocess, as a crash would kill the process running it."""
+    path = _write(tmp_path, """HloModule m
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT a = f32[] add(x, y)
+}
+lt {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT c = pred[] compare(x, y), direction=LT
+}
+ENTRY e {
+  p = f32[4] parameter(0)
+  b = f32[4,100000000000] broadcast(p), dimensions={0}
+  e = f32[4,100000000000] exponential(b)
+  s = f32[4,100000000000] sort(e), dimensions={1}, to_apply=lt
+  z = f32[] constant(0)
+  ROOT r = f32[4] reduce(s, z), dimensions={1}, to_apply=add
+}
+""")
+    r = subprocess.run([sys.executable, "-m", "hlo_mlir.tools.hlo_run", str(path), "--random-inputs", "--backend",
+                        "jit", "--no-cache"], check=False, capture_output=True, text=True, timeout=300)
+    check(r.returncode, r.stderr, "jit run of a 1.6 TB intermediate")
+    assert r.returncode == 1
+    assert "in.hlo:15:3: error: jit: instruction 'e' (f32[4,100000000000]) needs a buffer of 1600000000000 bytes" \
+        in r.stderr
 
 
 def test_jit_deep_tuple_parameter(tmp_path: Path) -> None:

@@ -286,6 +286,61 @@ def _kernel_instructions(module: Any, locations: dict[str, list[str]]) -> dict[s
     return {k: [at[loc] for loc in locs if loc in at] for k, locs in locations.items()}
 
 
+def _element_bytes(t: Any) -> int:
+    from mlir import ir
+
+    if isinstance(t, ir.ComplexType):
+        return 2 * _element_bytes(t.element_type)
+    if isinstance(t, (ir.IntegerType, ir.FloatType)):
+        return max(1, (t.width + 7) // 8)
+    return 8  # index
+
+
+def _check_buffer_sizes(module: Any, lowered: Any) -> None:
+    """The compiled code cannot report a failed allocation (it writes through a null pointer: SIGSEGV): a
+    buffer of an instruction, intermediate ones included, bigger than the machine's memory and swap is
+    refused before code is built, naming the instruction and the bytes. Buffers each small enough that
+    together exceed the memory are not caught."""
+    from mlir import ir
+
+    from hlo_mlir.diagnostics import SourceLocation
+    from hlo_mlir.dialects import from_mlir_type, source_location
+
+    biggest: list[Any] = [0, None]
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name in ("memref.alloc", "memref.alloca"):
+            t = ir.MemRefType(op.results[0].type)
+            if t.has_static_shape:
+                size = int(np.prod(t.shape, dtype=object)) * _element_bytes(t.element_type)
+                if size > biggest[0]:
+                    biggest[:] = [size, op.location]
+        return ir.WalkResult.ADVANCE
+
+    lowered.operation.walk(visit)
+    size, loc = biggest
+    if size <= _MEMORY_BYTES:
+        return
+    at = source_location(loc)
+    what = "an instruction"
+    if at is not None:
+        def named(op: ir.Operation) -> ir.WalkResult:
+            nonlocal what
+            if "hlo.name" in op.attributes and source_location(op.location) == at and len(op.results):
+                what = f"instruction '{ir.StringAttr(op.attributes['hlo.name']).value}' " \
+                       f"({from_mlir_type(op.results[0].type)})"
+                return ir.WalkResult.INTERRUPT
+            return ir.WalkResult.ADVANCE
+
+        module.mlir.operation.walk(named)
+    message = (f"jit: {what} needs a buffer of {size} bytes, more than this machine's memory and swap "
+               f"({_MEMORY_BYTES} bytes)")
+    if at is None:
+        raise HloError(message)
+    source = getattr(module, "source", None) if at[0] == getattr(module, "filename", None) else None
+    raise HloError(message, SourceLocation(*at), source)
+
+
 def _compile(module: Any, text: str | None, key: str | None, profile: bool, threads: int) -> Compiled:
     """Lower `module` to LLVM IR and build it; stored in the cache under `key` (when given and the module
     calls no host function, whose Python callbacks live only in this process)."""
@@ -316,6 +371,7 @@ def _compile(module: Any, text: str | None, key: str | None, profile: bool, thre
             "signature": (name, tuple(hlo_params), tuple(parameter_names(entry))),
         }
         lower_to_llvm.to_loops(lowered, profile, threads)
+        _check_buffer_sizes(module, lowered)
         meta["kernels"] = _kernel_instructions(module, lower_to_llvm.kernel_locations(lowered))
         meta["rng"] = rng_streams(lowered)
         lower_to_llvm.to_llvm(lowered)
