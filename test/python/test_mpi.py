@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -160,6 +161,55 @@ def test_rank_paths_in_process(expected: dict, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in tmp_path.glob("all*")) == ["all.npz"]
     _check(name, _npz(tmp_path / "all.npz"), expected[name][0], 0)
+
+
+def test_hostfile_naming_this_machine_twice(expected: dict, tmp_path: Path) -> None:
+    """`mpiexec -f hosts` with this machine under two names (localhost and its hostname): mpiexec makes them
+    two nodes of two processes each, and every device's outputs are still XLA's (the two-host recipe of
+    the README, short of a second machine)."""
+    name = "mesh_2x2.n4.hlo"
+    hosts = tmp_path / "hosts"
+    hosts.write_text(f"localhost:2\n{socket.gethostname()}:2\n")
+    where = expected["root"] / name
+    proc = subprocess.run([MPIEXEC, "-f", str(hosts), "-n", "4", *HLO_RUN, str(CORPUS / name), "--mpi", "--backend",
+                           "jit", "--inputs", str(where / "in.{rank}.npz"), "--outputs", str(tmp_path / "out.{rank}.npz")],
+                          capture_output=True, text=True, check=False, timeout=TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr
+    for d in range(4):
+        _check(name, _npz(tmp_path / f"out.{d}.npz"), expected[name][d], d)
+
+
+VIEWS = """
+import ml_dtypes, numpy as np
+from mpi4py import MPI
+from hlo_mlir.interpreter.mpi import _Buffers
+
+comm = MPI.COMM_WORLD
+src = np.arange(24, dtype=np.float32).reshape(4, 6)
+wide = np.zeros((4, 8), np.float32)
+cases = [(src[:, 1:4], wide[:, 2:5]),                       # strided rows into strided rows
+         (src[::-1], np.zeros((6, 4), np.float32).T),      # negative stride into a transposed view
+         (src.T, np.zeros((6, 4), np.float32)[::-1]),     # transposed into a negative-stride view
+         (src.astype(ml_dtypes.bfloat16)[:, ::2], np.zeros((4, 3), ml_dtypes.bfloat16))]
+for send, receive in cases:
+    buffers = _Buffers(MPI)
+    request = comm.Isend(buffers.of(send, False), dest=0, tag=1)
+    comm.Recv(buffers.of(receive, True), source=0, tag=1)
+    request.Wait()
+    buffers.finish()
+    buffers.free()
+    assert np.array_equal(receive, send), (send, receive)
+assert not wide[:, :2].any() and not wide[:, 5:].any()
+print("ok")
+"""
+
+
+def test_mpi_datatypes_of_strided_views() -> None:
+    """The MPI layer sends from and receives into views of any strides (a block of a bigger buffer,
+    transposed, reversed) and bf16 as bytes: one process sending to itself gets the values back."""
+    proc = subprocess.run([MPIEXEC, "-n", "1", sys.executable, "-c", VIEWS], capture_output=True, text=True,
+                          check=False, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
 
 
 def test_print_names_each_device() -> None:

@@ -20,6 +20,14 @@ ids name replicas instead (every group would otherwise be a single device): repl
 with a channel_id on all-to-all / collective-permute keep meaning what they meant before partitions
 were modelled.  The order inside a group is the order of
 concatenation (all-gather, all-to-all), of scattering (reduce-scatter) and of reduction.
+
+Results in place.  all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute and
+collective-broadcast each have a `*_into(op, operands, outs, ctx)` function filling `outs`; the kernels
+here call them with fresh arrays (all-reduce's through `reduce_among`, the same reduction), the JIT with
+its own buffers.  Between processes (`interpreter.mpi`)
+they only say which operand view goes to which device and which result view is filled from which, and
+`MpiServices.transfer` moves the bytes (no gathering of whole values); between threads they compute
+through `exchange` and copy into `outs`.
 """
 
 from __future__ import annotations
