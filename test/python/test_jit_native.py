@@ -348,7 +348,7 @@ def test_a_symbol_nothing_defines_is_an_error_naming_it(tmp_path: Path, capfd: p
     from hlo_mlir.runtime import native
 
     ir = "declare void @nowhere_defined()\ndefine void @f() {\n  call void @nowhere_defined()\n  ret void\n}\n"
-    lib = native.load(native.build(ir), False, tmp_path)
+    lib = native.load(native.build([ir]), False, tmp_path)
     with pytest.raises(HloError, match="nowhere_defined"):
         lib.address("f")
     assert "nowhere_defined" not in capfd.readouterr().err

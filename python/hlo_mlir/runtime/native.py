@@ -247,26 +247,34 @@ def _compile_part(source: str, obj: str, opt_level: int) -> None:
           "-o", obj])
 
 
-def build(ir_text: str, jobs: int | None = None, opt_level: int = 2) -> list[bytes]:
-    """The object files of LLVM IR text (one, or one per part of a big module), for `Library`.
+def build(ir_texts: Sequence[str], jobs: int | None = None, opt_level: int = 2) -> list[bytes]:
+    """The object files of a module given as LLVM IR texts (its parts: `runtime.split`), for `Library`.
 
-    -O2, not -O3: it halves `opt` and `llc` time and measured no slower on the benchmark models (the
-    vectorizers run at both levels; O3's extra unrolling made the elementwise chain slower)."""
+    Parts are compiled on `jobs` threads by the in-process LLVM; a part too big for one (a single huge
+    function) is split further by `llvm-split`. -O2, not -O3: it halves `opt` and `llc` time and measured no
+    slower on the benchmark models (the vectorizers run at both levels; O3's extra unrolling made the
+    elementwise chain slower)."""
     jobs = jobs or os.cpu_count() or 1
     # The compiled code allocates through support.c's caching allocator (see hlo_mlir_malloc there).
-    ir_text = _host_thunks(re.sub(r"@(malloc|free)\b", r"@hlo_mlir_\1", ir_text))
+    texts = [_host_thunks(re.sub(r"@(malloc|free)\b", r"@hlo_mlir_\1", t)) for t in ir_texts]
     api = _in_process()
-    if api is not None and len(ir_text) <= IN_PROCESS_BYTES:
+    if api is not None and all(len(t) <= IN_PROCESS_BYTES for t in texts):
         with interruptible():
-            return [api.compile(_contract_all(ir_text).encode(), opt_level)]
+            if len(texts) == 1:
+                return [api.compile(_contract_all(texts[0]).encode(), opt_level)]
+            return _compile_texts_in_process(api, [_contract_all(t).encode() for t in texts], opt_level, jobs)
     with tempfile.TemporaryDirectory(prefix="hlo-mlir-build-") as tmp:
-        source = os.path.join(tmp, "module.ll")
-        Path(source).write_text(_contract_all(ir_text) if api is not None else ir_text)
-        parts = max(1, min(jobs * 2, len(ir_text) // PART_BYTES))
-        sources = [source]
-        if parts > 1:
-            _run([_llvm_bin("llvm-split"), f"-j={parts}", "--round-robin", "-o", os.path.join(tmp, "part"), source])
-            sources = [os.path.join(tmp, f"part{i}") for i in range(parts)]
+        sources = []
+        for k, text in enumerate(texts):
+            source = os.path.join(tmp, f"module{k}.ll")
+            Path(source).write_text(_contract_all(text) if api is not None else text)
+            parts = max(1, min(jobs * 2, len(text) // PART_BYTES))
+            if parts == 1:
+                sources.append(source)
+                continue
+            prefix = os.path.join(tmp, f"module{k}-part")
+            _run([_llvm_bin("llvm-split"), f"-j={parts}", "--round-robin", "-o", prefix, source])
+            sources += [f"{prefix}{i}" for i in range(parts)]
         objects = [os.path.join(tmp, f"obj{i}.o") for i in range(len(sources))]
         if api is not None:
             with interruptible():
@@ -274,6 +282,12 @@ def build(ir_text: str, jobs: int | None = None, opt_level: int = 2) -> list[byt
         else:
             _compile_parts(sources, objects, opt_level, jobs)
         return [Path(o).read_bytes() for o in objects]
+
+
+def _compile_texts_in_process(api: _LlvmCApi, texts: list[bytes], opt_level: int, jobs: int) -> list[bytes]:
+    """The parts of a small module compiled by the in-process LLVM on `jobs` threads (ctypes releases the GIL)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(lambda text: api.compile(text, opt_level), texts))
 
 
 def _compile_parts_in_process(api: _LlvmCApi, sources: list[str], objects: list[str], opt_level: int,

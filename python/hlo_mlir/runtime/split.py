@@ -1,0 +1,77 @@
+"""Split an LLVM-dialect module into parts that LLVM optimizes and compiles on threads of their own (`native.build`).
+
+Why: LLVM compiles one module on one thread, and that is the biggest stage of a small module's compile (a
+512x512 dot: ~35 of ~100 ms). The kernels are separate functions (`outline_kernels`) that never inline into
+each other, so they can go to different modules, as XLA:CPU splits its kernels for parallel codegen. A part
+keeps the bodies of its share of the functions and declares the others; global variables are defined in
+part 0 and declared in the rest. Functions and globals of local linkage become external so that the parts
+resolve each other when `native.Library` links them together. Modules this cannot handle (top-level ops other
+than functions and globals, host-function thunks that `native` adds per module) stay whole.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+# Operations (in function bodies) a part should have at least: below this LLVM's fixed cost per module
+# (target machine, pass pipeline, ~3 ms) outweighs the thread's share.
+MIN_PART_OPS = 150
+_SPLITTABLE = frozenset({"llvm.func", "llvm.mlir.global"})
+_HOST_PREFIX = "_mlir_ciface_hlo_host_"
+
+
+def _name(op: ir.Operation) -> str:
+    return ir.StringAttr(op.attributes["sym_name"]).value
+
+
+def _size(op: ir.Operation) -> int:
+    count = 0
+
+    def visit(_: ir.Operation) -> ir.WalkResult:
+        nonlocal count
+        count += 1
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return count
+
+
+def _declaration(op: ir.Operation, external: ir.Attribute) -> None:
+    """Replace the function or global `op` by a declaration of it (same name and type, no body)."""
+    attributes = {name: op.attributes[name] for name in op.attributes if name not in ("linkage", "value")}
+    attributes["linkage"] = external
+    with ir.InsertionPoint(op), op.location:
+        ir.Operation.create(op.name, attributes=attributes, regions=1)
+    op.erase()
+
+
+def split(module: ir.Module, jobs: int) -> list[ir.Operation]:
+    """`module` (an LLVM-dialect module, changed in place) as up to `jobs` `builtin.module` operations whose
+    functions together are the module's, balanced by operation count; the module itself when one part
+    is all it makes."""
+    with module.context:
+        top = [op.operation for op in module.body.operations]
+        if any(op.name not in _SPLITTABLE for op in top) or any(
+                op.name == "llvm.func" and _name(op).startswith(_HOST_PREFIX) for op in top):
+            return [module.operation]
+        bodies = {_name(op): _size(op) for op in top if op.name == "llvm.func" and len(op.regions[0].blocks)}
+        parts = min(jobs, len(bodies), sum(bodies.values()) // MIN_PART_OPS)
+        if parts < 2:
+            return [module.operation]
+        external = ir.Attribute.parse("#llvm.linkage<external>")
+        for op in top:
+            if op.name == "llvm.mlir.global" or _name(op) in bodies:
+                op.attributes["linkage"] = external
+        loads, owner = [0] * parts, {}
+        for name, size in sorted(bodies.items(), key=lambda kv: -kv[1]):  # largest first, to the lightest part
+            i = loads.index(min(loads))
+            owner[name] = i
+            loads[i] += size
+        out = []
+        for i in range(parts):
+            part = module.operation.clone()
+            for op in [op.operation for op in part.regions[0].blocks[0].operations]:
+                if op.name == "llvm.mlir.global" and i > 0 or owner.get(_name(op), i) != i:
+                    _declaration(op, external)
+            out.append(part)
+        return out

@@ -1,0 +1,77 @@
+"""runtime.split: a module's kernels compiled as separate LLVM modules on threads give the results of one module."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import hlo_mlir
+import numpy as np
+import pytest
+from hlo_mlir.runtime import split as split_module
+from hlo_mlir.runtime.jit import compile_module
+
+# Several kernels, a constant global they share, a reduction and a dot.
+MODULE = """HloModule parts
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[64,32] parameter(0)
+  w = f32[32] constant({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31})
+  wb = f32[64,32] broadcast(w), dimensions={1}
+  e = f32[64,32] exponential(x)
+  m = f32[64,32] multiply(e, wb)
+  z = f32[] constant(0)
+  r = f32[64] reduce(m, z), dimensions={1}, to_apply=add
+  t = f32[32,64] transpose(x), dimensions={1,0}
+  d = f32[64,64] dot(x, t), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  s = f32[64] reduce(d, z), dimensions={0}, to_apply=add
+  y = f32[64] add(r, s)
+  ROOT out = (f32[64], f32[64,64]) tuple(y, d)
+}
+"""
+
+
+def _compile(monkeypatch: pytest.MonkeyPatch, min_ops: int) -> tuple[list[np.ndarray], int]:
+    """Results of MODULE compiled with `min_ops` per part, and the number of parts it was split into."""
+    monkeypatch.setattr(split_module, "MIN_PART_OPS", min_ops)
+    counts: list[int] = []
+    original = split_module.split
+
+    def counting(module: Any, jobs: int) -> list[Any]:
+        parts = original(module, jobs)
+        counts.append(len(parts))
+        return parts
+
+    monkeypatch.setattr(split_module, "split", counting)
+    x = np.random.default_rng(0).standard_normal((64, 32)).astype(np.float32)
+    compiled = compile_module(hlo_mlir.load(MODULE))
+    return compiled(x), counts[0]
+
+
+def test_split_module_gives_the_results_of_the_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HLO_MLIR_NO_CACHE", "1")
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    whole, one = _compile(monkeypatch, 10**9)
+    parts, many = _compile(monkeypatch, 1)
+    assert one == 1 and many == 4
+    for w, p in zip(whole, parts):
+        np.testing.assert_array_equal(w, p)
+
+
+@pytest.mark.parametrize(("callee", "parts"), [("_mlir_ciface_hlo_host_f", 1), ("g", 2)])
+def test_module_with_host_functions_stays_whole(callee: str, parts: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Host-function thunks are added per LLVM module (native._host_thunks): two parts would define them twice."""
+    from hlo_mlir.dialects import new_context
+    from mlir import ir
+
+    monkeypatch.setattr(split_module, "MIN_PART_OPS", 1)
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.parse(f"""
+          llvm.func @{callee}(!llvm.ptr)
+          llvm.func @a(%p: !llvm.ptr) {{ llvm.call @{callee}(%p) : (!llvm.ptr) -> () llvm.return }}
+          llvm.func @b(%p: !llvm.ptr) {{ llvm.call @{callee}(%p) : (!llvm.ptr) -> () llvm.return }}
+        """)
+        assert len(split_module.split(module, 2)) == parts
