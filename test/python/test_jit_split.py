@@ -75,3 +75,22 @@ def test_module_with_host_functions_stays_whole(callee: str, parts: int, monkeyp
           llvm.func @b(%p: !llvm.ptr) {{ llvm.call @{callee}(%p) : (!llvm.ptr) -> () llvm.return }}
         """)
         assert len(split_module.split(module, 2)) == parts
+
+
+@pytest.mark.parametrize(("limit", "texts"), [(10**6, 2), (10, 1)])
+def test_parts_over_the_limit_leave_the_module_whole(limit: int, texts: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A part native.build would hand to llvm-split means the whole module goes there instead (two modules
+    split by llvm-split define the same names for their unnamed globals)."""
+    from hlo_mlir.dialects import new_context
+    from mlir import ir
+
+    monkeypatch.setattr(split_module, "MIN_PART_OPS", 1)
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.parse("""
+          llvm.func @g(!llvm.ptr)
+          llvm.func @a(%p: !llvm.ptr) { llvm.call @g(%p) : (!llvm.ptr) -> () llvm.return }
+          llvm.func @b(%p: !llvm.ptr) { llvm.call @g(%p) : (!llvm.ptr) -> () llvm.return }
+        """)
+        got = split_module.llvm_ir(module, 2, limit)
+    assert len(got) == texts
+    assert sum(t.count("define void") for t in got) == 2  # each function defined once

@@ -353,7 +353,7 @@ def _compile(module: Any, text: str | None, key: str | None, profile: bool, thre
     from hlo_mlir.passes.convert_hlo_to_linalg.core import leaves
     from hlo_mlir.passes.convert_hlo_to_linalg.rng import rng_streams
     from hlo_mlir.runtime import cache, native
-    from hlo_mlir.runtime.split import split
+    from hlo_mlir.runtime.split import llvm_ir
 
     lowered = convert(module, text)
     with module.context:
@@ -376,7 +376,7 @@ def _compile(module: Any, text: str | None, key: str | None, profile: bool, thre
         meta["kernels"] = _kernel_instructions(module, lower_to_llvm.kernel_locations(lowered))
         meta["rng"] = rng_streams(lowered)
         lower_to_llvm.to_llvm(lowered)
-        ir_texts = [lower_to_llvm.to_llvm_ir(part) for part in split(lowered, os.cpu_count() or 1)]
+        ir_texts = llvm_ir(lowered, os.cpu_count() or 1, native.IN_PROCESS_BYTES)
     symbols = [s for t in ir_texts for s in native.host_symbols(t)]
     openmp = any("@__kmpc_" in t for t in ir_texts)
     objects = native.build(ir_texts)

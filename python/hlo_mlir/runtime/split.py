@@ -16,6 +16,11 @@ from mlir import ir
 # Operations (in function bodies) a part should have at least: below this LLVM's fixed cost per module
 # (target machine, pass pipeline, ~3 ms) outweighs the thread's share.
 MIN_PART_OPS = 150
+# Beyond this many operations per part (~60-80 bytes of LLVM IR each) a part would exceed what native.build
+# compiles as one piece and goes through `llvm-split`, which names the unnamed globals of every module it splits
+# alike (`__llvmsplit_unnamed.N`): two parts split that way would define the same symbols. Such modules stay
+# whole, and `llvm-split` splits them alone.
+MAX_PART_OPS = 5000
 _SPLITTABLE = frozenset({"llvm.func", "llvm.mlir.global"})
 _HOST_PREFIX = "_mlir_ciface_hlo_host_"
 
@@ -46,17 +51,18 @@ def _declaration(op: ir.Operation, external: ir.Attribute) -> None:
 
 
 def split(module: ir.Module, jobs: int) -> list[ir.Operation]:
-    """`module` (an LLVM-dialect module, changed in place) as up to `jobs` `builtin.module` operations whose
-    functions together are the module's, balanced by operation count; the module itself when one part
-    is all it makes."""
+    """`module` (an LLVM-dialect module) as up to `jobs` `builtin.module` operations whose functions together
+    are the module's, balanced by operation count; the module itself when one part is all it makes. `module`
+    stays whole (its local linkage becomes external)."""
     with module.context:
         top = [op.operation for op in module.body.operations]
         if any(op.name not in _SPLITTABLE for op in top) or any(
                 op.name == "llvm.func" and _name(op).startswith(_HOST_PREFIX) for op in top):
             return [module.operation]
         bodies = {_name(op): _size(op) for op in top if op.name == "llvm.func" and len(op.regions[0].blocks)}
-        parts = min(jobs, len(bodies), sum(bodies.values()) // MIN_PART_OPS)
-        if parts < 2:
+        total = sum(bodies.values())
+        parts = min(jobs, len(bodies), total // MIN_PART_OPS)
+        if parts < 2 or total > parts * MAX_PART_OPS:
             return [module.operation]
         external = ir.Attribute.parse("#llvm.linkage<external>")
         for op in top:
@@ -75,3 +81,14 @@ def split(module: ir.Module, jobs: int) -> list[ir.Operation]:
                     _declaration(op, external)
             out.append(part)
         return out
+
+
+def llvm_ir(module: ir.Module, jobs: int, limit: int) -> list[str]:
+    """LLVM IR texts of `module`'s parts (`split`), or of the whole module when a part's text is longer than
+    `limit` (what native.build compiles without `llvm-split`; see MAX_PART_OPS)."""
+    from hlo_mlir.passes.lower_to_llvm import to_llvm_ir
+
+    texts = [to_llvm_ir(part) for part in split(module, jobs)]
+    if len(texts) > 1 and max(map(len, texts)) > limit:
+        return [to_llvm_ir(module)]
+    return texts
