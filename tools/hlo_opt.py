@@ -101,9 +101,9 @@ def _process(text: str, filename: str, args: argparse.Namespace) -> str:
             graph = visualize.build(module)
             return visualize.to_dot(graph) if args.emit == "dot" else visualize.to_html(graph)
     if args.emit == "stablehlo":
-        from hlo_mlir.frontend.stablehlo import hlo_to_stablehlo
+        from hlo_mlir.frontend.stablehlo import module_to_stablehlo
 
-        return hlo_to_stablehlo(module.to_hlo())
+        return module_to_stablehlo(module.mlir)
     if args.emit in LOWERINGS:
         from hlo_mlir.passes.lower_to_llvm import emit
 

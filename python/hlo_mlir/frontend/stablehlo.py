@@ -14,13 +14,12 @@ import re
 import sys
 from collections.abc import Callable
 
+from mlir import ir
+
 from hlo_mlir.diagnostics import HloError, SourceLocation
 
 _DIALECT_OP = re.compile(r"^\s*(?:%[\w#:, %]*=\s*)?\"?(stablehlo|chlo|sdy|mhlo)\.[a-z_]+", re.MULTILINE)
 _ERROR_LOC = re.compile(r"(?:^|\s)-:(\d+):(\d+): error: (.*)")
-
-INSTALL_HINT = "needs jax and jaxlib (pip install 'hlo-mlir[test]', or jax==0.10.2)"
-
 
 _MLIR_START = re.compile(r'(\s*//[^\n]*\n)*\s*(#loc[0-9]* = |module\b|func\.func\b|"?builtin\.module)')
 
@@ -78,13 +77,8 @@ def stablehlo_to_hlo(text: str, filename: str) -> tuple[str, str, Callable[[HloE
     return hlo_text, hlo_name, at_source
 
 
-def hlo_to_stablehlo(hlo_text: str) -> str:
-    """StableHLO MLIR text (pretty-printed, as JAX prints it) for HLO text, translated by XLA."""
-    from hlo_mlir import oracle
+def module_to_stablehlo(mlir_module: ir.Module) -> str:
+    """StableHLO MLIR text for a module of the `hlo` dialect, by our own printer (no jaxlib needed)."""
+    from hlo_mlir.frontend.stablehlo_printer import to_stablehlo
 
-    if not oracle.xla_available():
-        raise HloError(f"printing StableHLO {INSTALL_HINT}")
-    try:
-        return oracle.hlo_to_stablehlo(hlo_text)
-    except oracle.XlaError as e:
-        raise HloError(f"XLA cannot translate this module to StableHLO: {e}") from None
+    return to_stablehlo(mlir_module)

@@ -138,7 +138,7 @@ def _square(op: Op, w: Writer) -> list[str]:
 
 @rule("chlo.top_k")
 def _top_k(op: Op, w: Writer) -> list[str]:
-    k = ints(op.text.split("k =", 1)[1])[0] if "k =" in op.text else 0
+    k = ints(op.props["k"])[0] if "k" in op.props else ints(op.text.split("k =", 1)[1])[0] if "k =" in op.text else 0
     if k <= 0:
         raise op.unsupported("top_k without k")
     return emit(op, "topk", op.operands, f"k={k}, largest=true")

@@ -55,8 +55,17 @@ def _braces(values: list[int]) -> str:
     return "{" + ",".join(map(str, values)) + "}"
 
 
-def _after(op: Op, key: str) -> str:
-    """The bracketed list after `key =` in the op's tokens, as text."""
+def _enum(text: str) -> str:
+    """The value of `#stablehlo<comparison_direction LT>` and the like."""
+    return text.rstrip(">").split()[-1]
+
+
+def _after(op: Op, key: str, generic_key: str = "") -> str:
+    """The bracketed list after `key =` in the op's tokens, as text (the generic form's `generic_key`)."""
+    if op.generic:
+        if generic_key not in op.props:
+            raise op.unsupported(f"missing '{generic_key}'")
+        return op.props[generic_key]
     m = re.search(rf"\b{key} = \[([^\]]*)\]", op.text)
     if m is None:
         raise op.unsupported(f"missing '{key}'")
@@ -119,8 +128,12 @@ def instruction(op: Op, w: Writer) -> list[str]:
 
 @rule("stablehlo.compare")
 def _compare(op: Op, w: Writer) -> list[str]:
-    direction = str(op.items[0])
-    cmp_type = str(op.items[-1]) if op.items[-1].type == "NAME" else ""
+    if op.generic:
+        direction = _enum(op.props["comparison_direction"])
+        cmp_type = _enum(op.props["compare_type"]) if "compare_type" in op.props else ""
+    else:
+        direction = str(op.items[0])
+        cmp_type = str(op.items[-1]) if op.items[-1].type == "NAME" else ""
     return emit(op, "compare", op.operands, f"direction={direction}" + (", type=TOTALORDER" if cmp_type ==
                                                                         "TOTALORDER" else ""))
 
@@ -133,12 +146,13 @@ def _select(op: Op, w: Writer) -> list[str]:
 @rule("stablehlo.broadcast_in_dim", "stablehlo.transpose", "stablehlo.reverse")
 def _dims(op: Op, w: Writer) -> list[str]:
     opcode = op.name.removeprefix("stablehlo.").replace("_in_dim", "")
-    return emit(op, opcode, op.operands, f"dimensions={_braces(ints(_after(op, 'dims')))}")
+    generic_key = {"broadcast": "broadcast_dimensions", "transpose": "permutation"}.get(opcode, "dimensions")
+    return emit(op, opcode, op.operands, f"dimensions={_braces(ints(_after(op, 'dims', generic_key)))}")
 
 
 @rule("stablehlo.iota")
 def _iota(op: Op, w: Writer) -> list[str]:
-    return emit(op, "iota", [], f"iota_dimension={ints(op.text)[0]}")
+    return emit(op, "iota", [], f"iota_dimension={ints(op.props.get('iota_dimension', op.text))[0]}")
 
 
 def _float_bits(hex_text: str, element: str) -> str:
@@ -172,13 +186,23 @@ def _literal(body: str, element: str) -> str:
     return body.replace("[", "{").replace("]", "}")
 
 
+def _empty_literal(dims: list[int]) -> str:
+    """The literal of an array with no elements: braces nested down to the first zero dimension."""
+    if not dims or dims[0] == 0:
+        return "{}"
+    return "{" + ", ".join([_empty_literal(dims[1:])] * dims[0]) + "}"
+
+
 @rule("stablehlo.constant")
 def _constant(op: Op, w: Writer) -> list[str]:
-    dense = next(t for t in op.items if t.type == "DENSE")
+    dense = op.props["value"].rsplit(" : ", 1)[0] if op.generic else str(next(t for t in op.items if t.type ==
+                                                                                "DENSE"))
     shape = hlo_shape(op.types_out[-1])
-    body = str(dense)[len("dense<"):-1]
+    body = dense[len("dense<"):-1]
     element = shape.split("[")[0]
     res = op.results[0]
+    if not body:  # no elements
+        return [f"{res} = {shape} constant({_empty_literal([int(d) for d in re.findall(r'[0-9]+', shape.split('[')[1])])})"]
     splat = not body.startswith("[") and not (body.startswith("(") and body.count("(") > 1)
     if shape.endswith("[]") or splat:  # a splat: scalar constant, then broadcast
         value = _literal(body, element)
@@ -200,23 +224,33 @@ def _precision(text: str, op: Op) -> str:
 
 @rule("stablehlo.dot_general")
 def _dot_general(op: Op, w: Writer) -> list[str]:
-    if "algorithm" in op.text:
+    if "algorithm" in op.text or "algorithm" in op.props:
         raise op.unsupported("dot_general with an algorithm")
     attrs = []
-    for key, hlo in (("batching_dims", "batch"), ("contracting_dims", "contracting")):
-        m = re.search(rf"\b{key} = \[([^\]]*)\] x \[([^\]]*)\]", op.text)
-        if m:
-            attrs.append(f"lhs_{hlo}_dims={_braces(ints(m.group(1)))}")
-            attrs.append(f"rhs_{hlo}_dims={_braces(ints(m.group(2)))}")
+    numbers = op.props.get("dot_dimension_numbers", "")
+    for key, hlo in (("batching", "batch"), ("contracting", "contracting")):
+        if op.generic:
+            sides = [re.search(rf"{side}_{key}_dimensions = (\[[^\]]*\])", numbers) for side in ("lhs", "rhs")]
+            lists = [m.group(1) if m else "[]" for m in sides]
+        else:
+            m = re.search(rf"\b{key}_dims = \[([^\]]*)\] x \[([^\]]*)\]", op.text)
+            lists = [m.group(1), m.group(2)] if m else []
+        if lists and (ints(lists[0]) or ints(lists[1]) or hlo == "contracting"):
+            attrs.append(f"lhs_{hlo}_dims={_braces(ints(lists[0]))}")
+            attrs.append(f"rhs_{hlo}_dims={_braces(ints(lists[1]))}")
     m = re.search(r"precision = \[([^\]]*)\]", op.text)
-    if m and _precision(m.group(1), op):
-        attrs.append(_precision(m.group(1), op))
+    precision = _precision(op.props.get("precision_config", m.group(1) if m else ""), op)
+    if precision:
+        attrs.append(precision)
     return emit(op, "dot", op.operands, ", ".join(attrs))
 
 
 @rule("stablehlo.slice")
 def _slice(op: Op, w: Writer) -> list[str]:
     parts = []
+    if op.generic:
+        starts, limits, strides = (ints(op.props[k]) for k in ("start_indices", "limit_indices", "strides"))
+        parts = [f"[{a}:{b}:{c}]" for a, b, c in zip(starts, limits, strides)]
     for r in (str(t) for t in op.items if t.type == "RANGE"):
         p = [int(x) for x in r.split(":")]
         parts.append(f"[{p[0]}:{p[1]}:{p[2] if len(p) > 2 else 1}]")
@@ -225,19 +259,22 @@ def _slice(op: Op, w: Writer) -> list[str]:
 
 @rule("stablehlo.pad")
 def _pad(op: Op, w: Writer) -> list[str]:
-    low, high, interior = (ints(_after(op, k)) for k in ("low", "high", "interior"))
+    low, high, interior = (ints(_after(op, k, g)) for k, g in (("low", "edge_padding_low"),
+                                                               ("high", "edge_padding_high"),
+                                                               ("interior", "interior_padding")))
     return emit(op, "pad", op.operands, "padding=" + "x".join(f"{lo}_{hi}_{it}" for lo, hi, it in
                                                                zip(low, high, interior)))
 
 
 @rule("stablehlo.concatenate")
 def _concatenate(op: Op, w: Writer) -> list[str]:
-    return emit(op, "concatenate", op.operands, f"dimensions={{{ints(op.text.split('dim =')[1])[0]}}}")
+    dim = ints(op.props["dimension"])[0] if op.generic else ints(op.text.split("dim =")[1])[0]
+    return emit(op, "concatenate", op.operands, f"dimensions={{{dim}}}")
 
 
 @rule("stablehlo.dynamic_slice")
 def _dynamic_slice(op: Op, w: Writer) -> list[str]:
-    return emit(op, "dynamic-slice", op.operands, f"dynamic_slice_sizes={_braces(ints(_after(op, 'sizes')))}")
+    return emit(op, "dynamic-slice", op.operands, f"dynamic_slice_sizes={_braces(ints(_after(op, 'sizes', 'slice_sizes')))}")
 
 
 @rule("stablehlo.dynamic_update_slice")
@@ -271,17 +308,23 @@ def _reduce(op: Op, w: Writer) -> list[str]:
 
 @rule("call", "func.call")
 def _call(op: Op, w: Writer) -> list[str]:
-    callee = next(str(t) for t in op.items if t.type == "SYMBOL")[1:]
+    callee = op.props["callee"] if op.generic else next(str(t) for t in op.items if t.type == "SYMBOL")
+    callee = callee[1:].strip('"')
     if callee not in w.functions:
         raise op.unsupported(f"call of unknown function @{callee}")
-    return emit(op, "call", op.operands, f"to_apply={callee}")
+    composite = ", is_composite=true" if op.attrs.get("mhlo.is_composite") == "true" else ""
+    return emit(op, "call", op.operands, f"to_apply={callee}{composite}", known=("mhlo.is_composite",))
 
 
 @rule("stablehlo.while")
 def _while(op: Op, w: Writer) -> list[str]:
     """`%r:N = stablehlo.while(%it = %init, ...) : T... cond {...} do {...}`: a while over the tuple of the
     loop values; cond and do become computations that unpack it."""
-    pairs = re.findall(r"(%[\w.$#-]+) = (%[\w.$#-]+)", op.text)
+    if op.generic:  # the loop values are the regions' block arguments
+        pairs = [(name, init) for (name, _), init in zip(op.regions[0].args, op.operands)]
+    else:
+        pairs = [(value_name(it), value_name(init)) for it, init in re.findall(r"(%[\w.$#-]+) = (%[\w.$#-]+)",
+                                                                                 op.text)]
     shapes = [hlo_shape(t) for t in op.types_in]
     if len(pairs) != len(shapes) or len(shapes) != len(op.results) or len(op.regions) != 2:
         raise op.unsupported("this form of while")
@@ -292,15 +335,16 @@ def _while(op: Op, w: Writer) -> list[str]:
         comp = w.unique(f"{res}.{part}")
         lines = [(f"{comp}.p = {tuple_shape} parameter(0)", (op.line, op.col))]
         defined = {}
-        for i, ((it, _), shape) in enumerate(zip(pairs, shapes)):
-            name = value_name(it)
+        if op.generic and region.args:
+            pairs = [(name, init) for (name, _), (_, init) in zip(region.args, pairs)]
+        for i, ((name, _), shape) in enumerate(zip(pairs, shapes)):
             defined[name] = len(lines)
             w.shapes[name] = shape
             lines.append((f"{name} = {shape} get-tuple-element({comp}.p), index={i}", (op.line, op.col)))
         w.block(region.ops, lines, defined, comp, tuple_result=part == "body")
         w.computations.append([(f"{comp} {{", None), *[("  " + t, pos) for t, pos in lines], ("}", None)])
         names.append(comp)
-    inits = ", ".join(value_name(init) for _, init in pairs)
+    inits = ", ".join(init for _, init in pairs)
     out = [f"{res}.init = {tuple_shape} tuple({inits})",
            f"{res}.loop = {tuple_shape} while({res}.init), condition={names[0]}, body={names[1]}"]
     if len(op.results) == 1:
@@ -428,24 +472,31 @@ def _select_and_scatter(op: Op, w: Writer) -> list[str]:
 @rule("stablehlo.convolution")
 def _convolution(op: Op, w: Writer) -> list[str]:
     """`dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [..], pad = [[..]], ...}`."""
-    m = re.search(r"dim_numbers = \[([^\]]*)\] x \[([^\]]*)\] -> \[([^\]]*)\]", op.text)
+    text = op.props.get("dimension_numbers", op.text).replace("]x[", "] x [").replace("]->[", "] -> [")
+    m = re.search(r"\[([^\]]*)\] x \[([^\]]*)\] -> \[([^\]]*)\]", text)
     if m is None:
         raise op.unsupported("convolution without dim_numbers")
     labels = ["".join(p.split()).replace(",", "") for p in m.groups()]
     kernel = hlo_shape(op.types_in[1]).split("[")[1].rstrip("]").split(",")
     rank = len(labels[1]) - 2
     sizes = [int(kernel[labels[1].index(str(k))]) for k in range(rank)]
-    window_text = op.props.get("window", "{}")
-    props = {k: v for k, v in re.findall(r"(\w+) = (\[(?:\[[^\]]*\],? ?)*\]|\[[^\]]*\])", window_text)}
-    keys = {"stride": "stride", "pad": "pad", "lhs_dilate": "lhs_dilate", "rhs_dilate": "rhs_dilate",
-            "reverse": "rhs_reversal"}
+    if op.generic:  # array / dense properties
+        props = dict(op.props)
+        keys = {"window_strides": "stride", "padding": "pad", "lhs_dilation": "lhs_dilate",
+                "rhs_dilation": "rhs_dilate", "window_reversal": "rhs_reversal"}
+    else:
+        window_text = op.props.get("window", "{}")
+        props = {k: v for k, v in re.findall(r"(\w+) = (\[(?:\[[^\]]*\],? ?)*\]|\[[^\]]*\])", window_text)}
+        keys = {"stride": "stride", "pad": "pad", "lhs_dilate": "lhs_dilate", "rhs_dilate": "rhs_dilate",
+                "reverse": "rhs_reversal"}
+    source = op.props if op.generic else op.attrs
     attrs = [_window(sizes, props, keys, rank) if rank else "",
              f"dim_labels={labels[0]}_{labels[1]}->{labels[2]}"]
     for key in ("feature_group_count", "batch_group_count"):
-        count = ints(op.attrs.get(key, "1"))[0]
+        count = ints(source.get(key, "1"))[0]
         if count != 1:
             attrs.append(f"{key}={count}")
-    precision = _precision(op.attrs.get("precision_config", ""), op)
+    precision = _precision(source.get("precision_config", ""), op)
     attrs += [precision] if precision else []
     return emit(op, "convolution", op.operands, ", ".join(a for a in attrs if a),
                 known=("feature_group_count", "batch_group_count", "precision_config"))
@@ -454,9 +505,10 @@ def _convolution(op: Op, w: Writer) -> list[str]:
 @rule("stablehlo.fft")
 def _fft(op: Op, w: Writer) -> list[str]:
     m = re.search(r"type = (\w+)", op.text)
-    if m is None:
+    fft_type = _enum(op.props["fft_type"]) if op.generic else m.group(1) if m else None
+    if fft_type is None:
         raise op.unsupported("fft without a type")
-    return emit(op, "fft", op.operands, f"fft_type={m.group(1)}, fft_length={_braces(ints(_after(op, 'length')))}")
+    return emit(op, "fft", op.operands, f"fft_type={fft_type}, fft_length={_braces(ints(_after(op, 'length', 'fft_length')))}")
 
 
 _RNG_ALGORITHMS = {"DEFAULT": "rng_default", "THREE_FRY": "rng_three_fry", "PHILOX": "rng_philox"}
@@ -465,9 +517,10 @@ _RNG_ALGORITHMS = {"DEFAULT": "rng_default", "THREE_FRY": "rng_three_fry", "PHIL
 @rule("stablehlo.rng_bit_generator")
 def _rng_bit_generator(op: Op, w: Writer) -> list[str]:
     m = re.search(r"algorithm = (\w+)", op.text)
-    if m is None or m.group(1) not in _RNG_ALGORITHMS:
+    algorithm = _enum(op.props.get("rng_algorithm", "DEFAULT")) if op.generic else m.group(1) if m else ""
+    if algorithm not in _RNG_ALGORITHMS:
         raise op.unsupported("rng_bit_generator algorithm")
-    return emit(op, "rng-bit-generator", op.operands, f"algorithm={_RNG_ALGORITHMS[m.group(1)]}")
+    return emit(op, "rng-bit-generator", op.operands, f"algorithm={_RNG_ALGORITHMS[algorithm]}")
 
 
 @rule("stablehlo.rng")
@@ -481,9 +534,13 @@ def _rng(op: Op, w: Writer) -> list[str]:
 @rule("stablehlo.reduce_precision")
 def _reduce_precision(op: Op, w: Writer) -> list[str]:
     m = re.search(r"format = e(\d+)m(\d+)", op.text)
-    if m is None:
+    if op.generic:
+        bits = (ints(op.props["exponent_bits"])[0], ints(op.props["mantissa_bits"])[0])
+    elif m is None:
         raise op.unsupported("reduce_precision format")
-    return emit(op, "reduce-precision", op.operands, f"exponent_bits={m.group(1)}, mantissa_bits={m.group(2)}")
+    else:
+        bits = (int(m.group(1)), int(m.group(2)))
+    return emit(op, "reduce-precision", op.operands, f"exponent_bits={bits[0]}, mantissa_bits={bits[1]}")
 
 
 @rule("stablehlo.optimization_barrier")
@@ -519,7 +576,7 @@ def _tuple(op: Op, w: Writer) -> list[str]:
 
 @rule("stablehlo.get_tuple_element")
 def _get_tuple_element(op: Op, w: Writer) -> list[str]:
-    index = ints(op.text.split("[", 1)[1])[0]
+    index = ints(op.props["index"])[0] if op.generic else ints(op.text.split("[", 1)[1])[0]
     return emit(op, "get-tuple-element", op.operands, f"index={index}")
 
 

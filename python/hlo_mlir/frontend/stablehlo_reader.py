@@ -44,6 +44,8 @@ def hlo_shape(mlir_type: str) -> str:
     """`tensor<2x3xf32>` -> `f32[2,3]`, `!stablehlo.token` -> `token[]`."""
     if mlir_type == "!stablehlo.token":
         return "token[]"
+    if mlir_type.startswith("tuple<"):
+        return "(" + ", ".join(hlo_shape(t) for t in tuple_elements(mlir_type)) + ")"
     m = _TENSOR.fullmatch(mlir_type)
     if m is None:
         raise Unsupported(f"type {mlir_type}")
@@ -60,6 +62,18 @@ def hlo_shape(mlir_type: str) -> str:
         raise Unsupported(f"element type {element}")
     dims = [d for d in m.group(1).split("x") if d]
     return f"{hlo}[{','.join(dims)}]"
+
+
+def tuple_elements(text: str) -> list[str]:
+    """The element types of `tuple<a, b, ...>` (nesting respected)."""
+    inner, out, depth, start = text[len("tuple<"):-1], [], 0, 0
+    for i, ch in enumerate(inner):
+        depth += ch == "<"
+        depth -= ch == ">"
+        if ch == "," and depth == 0:
+            out.append(inner[start:i].strip())
+            start = i + 1
+    return [*out, inner[start:].strip()] if inner.strip() else out
 
 
 def value_name(value: str) -> str:
@@ -92,6 +106,7 @@ class Op:
     line: int
     col: int
     reducer_args: list[tuple[str, str]] = field(default_factory=list)  # pretty reduce: (acc, x) pairs
+    generic: bool = False  # written in MLIR's generic form: its attributes are all in `props`
 
     @property
     def operands(self) -> list[str]:
@@ -124,6 +139,7 @@ def collect_op(tree: lark.Tree, source: str) -> Op:
     regions: list[Region] = []
     reducer_args: list[tuple[str, str]] = []
     name = ""
+    generic = False
     items: list[lark.Token] = []
     props: dict[str, str] = {}
     attrs: dict[str, str] = {}
@@ -132,7 +148,7 @@ def collect_op(tree: lark.Tree, source: str) -> Op:
     for child in tree.children:
         if isinstance(child, lark.Token):
             if child.type in ("NAME", "STRING") and not name:
-                name = str(child).strip('"')
+                name, generic = str(child).strip('"'), child.type == "STRING"
             elif child.type == "VALUE":  # a generic op's operands
                 items.append(child)
             continue
@@ -166,8 +182,11 @@ def collect_op(tree: lark.Tree, source: str) -> Op:
             groups = [[str(t) for t in g.children if t.type == "TYPE"] for g in child.children
                       if isinstance(g, lark.Tree)]
             types_in, types_out = (groups[0], groups[-1]) if len(groups) == 2 else (groups[0], groups[0])
+    if generic:  # the attribute dictionary holds the inherent attributes too; the discardable ones stay
+        for key in [k for k in attrs if not k.startswith(("mhlo.", "sdy.", "jax."))]:
+            props[key] = attrs.pop(key)
     return Op(results, base, name, items, props, attrs, regions, types_in, types_out, tree.meta.line,
-              tree.meta.column, reducer_args)
+              tree.meta.column, reducer_args, generic)
 
 
 def _region(block: lark.Tree) -> Region:
