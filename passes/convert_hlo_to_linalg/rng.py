@@ -306,6 +306,9 @@ class _MlirArith:
     def philox(self, counter: list, key: ir.Value) -> list:
         return self.ops.philox(counter, key)
 
+    def ftz(self, x: ir.Value) -> ir.Value:
+        return x  # the hardware flushes (XLA:CPU's FTZ/DAZ) when the call asks for it
+
     def to_work(self, x: ir.Value, e: ElementType) -> ir.Value:
         return arith.extf(self.types["f32"], x) if e.hlo in NARROW_FLOATS else x
 

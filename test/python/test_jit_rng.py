@@ -11,6 +11,7 @@ from pathlib import Path
 import hlo_mlir
 import numpy as np
 import pytest
+from hlo_mlir.types import BY_HLO
 from jit_helpers import check
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
@@ -200,3 +201,32 @@ def test_rng_on_device_threads_is_an_error() -> None:
     m = hlo_mlir.load(_rng("rng_uniform", "f32", "0", "1", "[4]"))
     with pytest.raises(hlo_mlir.HloError, match="'e/r': rng instructions keep their state in globals"):
         m.run(backend="jit", replicas=2)
+
+
+TINY = float(np.finfo(np.float32).tiny)
+EDGES = [(-np.inf, np.inf), (np.nan, 1.0), (0.0, np.nan), (-3.4e38, 3.4e38), (-1.0, np.inf), (5.0, 5.0), (-0.0, 0.0),
+         (1.0, 1.0000001)]
+SUBNORMAL_EDGES = [(TINY / 10, TINY / 5), (-TINY / 3, TINY / 3), (TINY, TINY * 1.0000005), (-TINY * 2, 0.0)]
+
+
+@pytest.mark.parametrize("et", ["f32", "bf16", "f16", "f64"])
+@pytest.mark.parametrize("denormals", ["flush", "keep"])
+def test_rng_edge_bounds_native_equals_interpreter(et: str, denormals: str) -> None:
+    """Infinite, NaN, empty, overflowing and subnormal bounds (given as parameters): the same bits in both
+    backends, flushing subnormals as XLA:CPU does or not. (f64 near 2^-1022 is left out: the interpreter's
+    emulated fma, contraction.fma, is not exact where its error terms underflow.)"""
+    text = f"""HloModule m
+ENTRY e {{
+  a = {et}[] parameter(0)
+  b = {et}[] parameter(1)
+  u = {et}[256] rng(a, b), distribution=rng_uniform
+  n = {et}[256] rng(a, b), distribution=rng_normal
+  ROOT t = ({et}[256], {et}[256]) tuple(u, n)
+}}"""
+    m = hlo_mlir.load(text)
+    dtype = BY_HLO[et].dtype
+    with np.errstate(over="ignore"):
+        for a, b in EDGES + (SUBNORMAL_EDGES if et != "f64" else []):
+            args = [np.asarray(a, dtype), np.asarray(b, dtype)]
+            for got, want in zip(m.run(*args, backend="jit", denormals=denormals), m.run(*args, denormals=denormals)):
+                _same(got, want)

@@ -236,6 +236,7 @@ class Arith(Protocol):
     def fge(self, x: Any, y: Any) -> Any: ...
     def fgt(self, x: Any, y: Any) -> Any: ...
     def philox(self, counter: list, key: Any) -> list: ...  # Philox-4x32-10 of four u32 with a u64 key
+    def ftz(self, x: Any) -> Any: ...  # a subnormal arithmetic result as the JIT's code gets it (see denormals)
     def to_work(self, x: Any, e: ElementType) -> Any: ...  # a float element -> its work type (exact)
     def round(self, x: Any, e: ElementType) -> Any: ...  # a work value rounded to e (nearest even), in W
     def to_u64(self, x: Any, e: ElementType) -> Any: ...  # an integer element, sign/zero-extended
@@ -352,12 +353,13 @@ def draw(A: Arith, distribution: str, e: ElementType, w: list, a: Any, b: Any) -
         first = A.join(w[0], w[1]) if wide else w[0]
         a, b = A.to_work(a, e), A.to_work(b, e)
         if distribution == "rng_uniform":
-            x = A.round(A.fma(A.subf(b, a), _frac(A, first, kind), a), e)
-            return A.select(A.fge(x, b), a, x)
+            x = A.round(A.ftz(A.fma(A.ftz(A.subf(b, a)), _frac(A, first, kind), a)), e)
+            # a + 0 (not a itself): flushed if subnormal, like every arithmetic result of the JIT's code
+            return A.select(A.fge(x, b), A.addf(a, A.const(kind, 0.0)), x)
         second = A.join(w[2], w[3]) if wide else w[1]
         u1 = A.subf(A.const(kind, 1.0), _frac(A, first, kind))
         r = A.sqrt(A.mulf(_log(A, u1, kind), A.const(kind, -2.0)))
-        return A.round(A.fma(b, A.mulf(r, _cos_turn(A, second, kind)), a), e)
+        return A.round(A.ftz(A.fma(b, A.mulf(r, _cos_turn(A, second, kind)), a)), e)
     lo, hi = A.to_u64(a, e), A.to_u64(b, e)
     valid = A.slt(lo, hi) if e.is_signed_int else A.ult(lo, hi)
     span = A.sub(hi, lo)
@@ -369,9 +371,14 @@ def draw(A: Arith, distribution: str, e: ElementType, w: list, a: Any, b: Any) -
 
 
 class _NumPyArith:
-    """`Arith` on NumPy arrays and scalars (wrapping integer arithmetic, IEEE float operations)."""
+    """`Arith` on NumPy arrays and scalars (wrapping integer arithmetic, IEEE float operations). With `flush`,
+    `ftz` flushes subnormals to zero as the JIT's code does under XLA:CPU's FTZ/DAZ (only where a subnormal can
+    arise: the algorithm's own intermediates are normal numbers)."""
 
     _DTYPES: ClassVar[dict[str, type]] = {"u32": np.uint32, "u64": np.uint64, "f32": np.float32, "f64": np.float64}
+
+    def __init__(self, flush: bool) -> None:
+        self.flush = flush
 
     def const(self, kind: str, value: float) -> Any:
         return self._DTYPES[kind](value)
@@ -465,6 +472,12 @@ class _NumPyArith:
     def philox(self, counter: list, key: Any) -> list:
         return philox4x32(counter, int(key))
 
+    def ftz(self, x: Any) -> Any:
+        if not self.flush:
+            return x
+        x = np.asarray(x)
+        return np.where(np.abs(x) < np.finfo(x.dtype).tiny, np.copysign(np.zeros((), x.dtype), x), x)
+
     def to_work(self, x: Any, e: ElementType) -> Any:
         return np.asarray(x).astype(self._DTYPES[work_kind(e)])
 
@@ -478,7 +491,8 @@ class _NumPyArith:
         return wrap_int(np.asarray(x).view(np.int64), e.dtype)
 
 
-_NUMPY = _NumPyArith()
+_NUMPY = _NumPyArith(flush=True)
+_NUMPY_IEEE = _NumPyArith(flush=False)
 
 
 _INITIAL_STATE = 0x7012395  # XLA CPU's first rng-get-and-update-state value
@@ -569,10 +583,11 @@ def rng(op: OpView, args: list, ctx: Context) -> np.ndarray:
     streams = getattr(ctx, "rng_streams", None) or _UNBOUND
     key, execution = streams.take(instruction_id(op.op))  # type: ignore[attr-defined]
     n = int(np.prod(rt.dims, dtype=np.int64))
-    w = philox_words(_NUMPY, np.arange(n, dtype=np.uint64), np.uint64(execution), key)
+    A = _NUMPY if getattr(ctx, "flush_denormals", True) else _NUMPY_IEEE
+    w = philox_words(A, np.arange(n, dtype=np.uint64), np.uint64(execution), key)
     a, b = (np.asarray(v) for v in args)
     with np.errstate(all="ignore"):
-        value = draw(_NUMPY, dist, rt.element, w, a, b)
+        value = draw(A, dist, rt.element, w, a, b)
     return np.asarray(value).astype(rt.dtype).reshape(rt.dims)
 
 
