@@ -8,9 +8,10 @@ from mlir import ir
 
 from hlo_mlir.attr_types import Window
 from hlo_mlir.dialects import edit, opcode_of, traits
+from hlo_mlir.frontend.literals import array_to_attr
 from hlo_mlir.types import ArrayType, TupleType
 
-from .core import Ctx, array, attrs, default_layout, producer, rule, same_type, splat
+from .core import Ctx, array, attrs, constant_data, default_layout, producer, rule, same_type, splat
 
 # The identity of each reducer by element kind: combining it with x gives x back.
 _IDENTITY = {
@@ -404,10 +405,149 @@ def variadic_reduce_trivial(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     parts = []
     for kind, x, init, t in zip(kinds, op.operands[:n], op.operands[n:], result.elements):
         xt = array(x)
-        if not isinstance(t, ArrayType) or xt is None or xt.element != t.element or edit.type_of(init) != ArrayType(t.element, ()):
+        if not isinstance(t, ArrayType) or xt is None or xt.element != t.element:
+            return None
+        if edit.type_of(init) != ArrayType(t.element, ()):
             return None
         flat = x if xt.dims == t.dims else ctx.new(op, "reshape", [x], t)
         wide = ctx.new(op, "broadcast", [init], t, {"dimensions": ()}) if t.rank else init
         parts.append(ctx.new(op, kind, [wide, flat], t))
     return ctx.new(op, "tuple", parts, result)
 
+
+
+def _merged_group(src: tuple[int, ...], out: tuple[int, ...], dim: int) -> range | None:
+    """The dims of `src` a reshape to `out` merges into `out` dim `dim` (with the size-1 dims beside them):
+    a run of consecutive dims whose product is out[dim] and before which as many elements lie."""
+    before, size = int(np.prod(out[:dim], dtype=np.int64)), out[dim]
+    starts = [i for i in range(len(src) + 1) if int(np.prod(src[:i], dtype=np.int64)) == before]
+    ends = [i for i in range(len(src) + 1) if int(np.prod(src[:i], dtype=np.int64)) == before * size]
+    if not starts or not ends or 0 in src:
+        return None
+    return range(starts[0], ends[-1])
+
+
+@rule("dot")
+def dot_contracting_reorder(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """dot(reshape(transpose(x)), C) where the transpose only reorders the dims the reshape merges into
+    the one contracting dim, and C is a constant -> dot(reshape(x), C') with C's contracting dim permuted
+    alike (also with the operands the other way round). Each result element sums the same products,
+    in another order; XLA leaves the order of a dot's sum unspecified."""
+    a = attrs(op)
+    if set(a) - _DOT_KEYS or not default_layout(op):
+        return None
+    lb, rb, lc, rc = _dot_dims(a)
+    if len(lc) != 1 or len(rc) != 1:
+        return None
+    for side, (c, other_c) in enumerate(((lc[0], rc[0]), (rc[0], lc[0]))):
+        reshape = producer(op.operands[side], "reshape")
+        t = producer(reshape.operands[0], "transpose") if reshape is not None else None
+        data = constant_data(op.operands[1 - side])
+        if reshape is None or t is None or data is None or not default_layout(reshape, t):
+            continue
+        mid, flat = array(t.results[0]), array(reshape.results[0])
+        assert mid is not None and flat is not None
+        group = _merged_group(mid.dims, flat.dims, c)
+        perm = tuple(attrs(t)["dimensions"])
+        if group is None or any(perm[i] != i for i in range(len(perm)) if i not in group):
+            continue
+        if all(perm[i] == i for i in group):
+            continue
+        # C's contracting index k counts the transposed dims in `group` row-major; C' counts x's dims.
+        moved = np.moveaxis(data, other_c, -1)
+        split = moved.reshape(moved.shape[:-1] + tuple(mid.dims[i] for i in group))
+        lead = split.ndim - len(group)
+        where = {perm[i]: i for i in group}
+        order = tuple(range(lead)) + tuple(lead + where[d] - group.start for d in group)
+        reordered = np.moveaxis(np.transpose(split, order).reshape(moved.shape), -1, other_c)
+        ct = array(op.operands[1 - side])
+        assert ct is not None
+        value = array_to_attr(np.ascontiguousarray(reordered), ct)
+        constant = ctx.new(op, "constant", [], ct, mlir_attrs={"value": value})
+        operands = [ctx.new(op, "reshape", [t.operands[0]], flat), constant]
+        if side:
+            operands.reverse()
+        return ctx.new(op, "dot", operands, array(op.results[0]), dict(a))  # type: ignore[arg-type]
+    return None
+
+
+@rule("reduce")
+def reduce_of_batch_dot(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """A sum over batch dims of a dot -> the dot contracting those dims too: every result element is the
+    same sum of the same products (in another order, which XLA leaves unspecified). Only for a zero init,
+    whose sign XLA's simplifier takes as interchangeable, as here (+0 + s differs from s only for s = -0)."""
+    dot = producer(op.operands[0], "dot")
+    if len(op.operands) != 2 or dot is None or ctx.reducer(op) != "add" or not default_layout(op, dot):
+        return None
+    init, out = splat(op.operands[1]), array(op.results[0])
+    a = attrs(dot)
+    if init is None or init != 0 or out is None or set(a) - _DOT_KEYS or len(list(dot.results[0].uses)) != 1:
+        return None
+    lb, rb, lc, rc = _dot_dims(a)
+    rdims = set(attrs(op)["dimensions"])
+    if not rdims or not rdims <= set(range(len(lb))):
+        return None
+    keep = [i for i in range(len(lb)) if i not in rdims]
+    gone = sorted(rdims)
+    precision = tuple(a["operand_precision"]) if "operand_precision" in a else None
+    new = _dot_attrs(tuple(lb[i] for i in keep), tuple(rb[i] for i in keep), lc + tuple(lb[i] for i in gone),
+                     rc + tuple(rb[i] for i in gone), precision)
+    return ctx.new(op, "dot", list(dot.operands), out, new)
+
+
+def _init_absorbs_itself(op: ir.Operation, reducer: str) -> bool:
+    """Combining `op`'s init with itself gives it back (max/min/and/or: any init; add: a zero; multiply:
+    one; xor: zero), so a reduce split in parts that each start from init combines it as often as needed."""
+    init = splat(op.operands[1])
+    if init is None:
+        return False
+    if reducer in _IDEMPOTENT:
+        return True
+    return {"add": init == 0, "multiply": init == 1, "xor": init == 0}.get(reducer, False)
+
+
+def _same_init(a: ir.Operation, b: ir.Operation) -> bool:
+    va, vb = splat(a.operands[1]), splat(b.operands[1])
+    return va is not None and vb is not None and a.operands[1].type == b.operands[1].type and _same_scalar(va, vb)
+
+
+@rule("reduce")
+def reduce_of_reduce(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """reduce(reduce(x, A), B) with one reducer and one init that absorbs itself -> reduce(x, A and B):
+    the same elements, combined in another order (unspecified for a reduce)."""
+    inner = producer(op.operands[0], "reduce")
+    reducer = ctx.reducer(op)
+    if len(op.operands) != 2 or inner is None or len(inner.operands) != 2 or reducer is None:
+        return None
+    if ctx.reducer(inner) != reducer or not _same_init(op, inner) or not _init_absorbs_itself(op, reducer):
+        return None
+    if len(list(inner.results[0].uses)) != 1 or not default_layout(op, inner):
+        return None
+    src, out = array(inner.operands[0]), array(op.results[0])
+    assert src is not None and out is not None
+    first = set(attrs(inner)["dimensions"])
+    kept = [d for d in range(src.rank) if d not in first]
+    dims = tuple(sorted(first | {kept[b] for b in attrs(op)["dimensions"]}))
+    return ctx.new(op, "reduce", [inner.operands[0], op.operands[1]], out, {"dimensions": dims},
+                   mlir_attrs={"to_apply": op.attributes["to_apply"]})
+
+
+@rule("reduce")
+def reduce_of_concatenate(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """A reduce over the concatenated dim of a concatenate, with an init that absorbs itself ->
+    the reducer applied to the reduces of the parts: the same elements, in another order."""
+    cat = producer(op.operands[0], "concatenate")
+    reducer = ctx.reducer(op)
+    if len(op.operands) != 2 or cat is None or reducer is None or not default_layout(op, cat):
+        return None
+    dims = tuple(attrs(op)["dimensions"])
+    if attrs(cat)["dimensions"][0] not in dims or not _init_absorbs_itself(op, reducer):
+        return None
+    out = array(op.results[0])
+    assert out is not None
+    parts = [ctx.new(op, "reduce", [v, op.operands[1]], out, {"dimensions": dims},
+                     mlir_attrs={"to_apply": op.attributes["to_apply"]}) for v in cat.operands]
+    total = parts[0]
+    for part in parts[1:]:
+        total = ctx.new(op, reducer, [total, part], out)
+    return total
