@@ -304,6 +304,52 @@ def test_mismatched_collectives_are_an_error_not_a_deadlock(tmp_path: Path, back
     assert "Traceback" not in proc.stderr
 
 
+RAISES = """HloModule raises, num_partitions=2
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+on_zero {
+  x = f32[4] parameter(0)
+  ROOT sum = f32[4] all-reduce(x), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=add
+}
+
+on_one {
+  x = f32[4] parameter(0)
+  tok = token[] after-all()
+  feed = (f32[4], token[]) infeed(tok)
+  ROOT v = f32[4] get-tuple-element(feed), index=0
+}
+
+ENTRY e {
+  p = f32[4] parameter(0)
+  pid = u32[] partition-id()
+  zero = u32[] constant(0)
+  first = pred[] compare(pid, zero), direction=EQ
+  ROOT c = f32[4] conditional(first, p, p), true_computation=on_zero, false_computation=on_one
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "jit"])
+def test_raising_device_names_its_instruction_and_stops_the_other(tmp_path: Path, backend: str) -> None:
+    """Device 1 raises in its own instruction (an infeed with nothing queued) while device 0 waits for it in
+    an all-reduce: device 1's error names its infeed, device 0's its all-reduce and device 1's error."""
+    path = tmp_path / "raises.hlo"
+    path.write_text(RAISES)
+    start = time.monotonic()
+    proc = _mpiexec(2, str(path), "--random-inputs", "--backend", backend, timeout=60)
+    assert proc.returncode != 0
+    assert time.monotonic() - start < 30
+    assert re.search(r"error: device 1: infeed 'feed': the infeed queue of device 1 .*is empty", proc.stderr), proc.stderr
+    assert re.search(r"error: device 0: all-reduce 'sum': device 1 failed while device 0 waited at 'sum': .*error: "
+                     r"infeed 'feed': the infeed queue of device 1", proc.stderr), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 SAME_NAME = """HloModule same_name, num_partitions=2
 
 add {
