@@ -2,9 +2,8 @@
 conditions XLA itself assumes, which the rule says.
 
 Families live in their own modules (arith: arithmetic, logic, min/max, compare, select; shape: data
-movement; reduce: reduce, reduce-window, dot; collective: collectives of broadcasts; barrier:
-opt-barrier). Each rule is `(ctx, op) -> value`,
-keyed by opcode, returning the value that replaces the op's result (an existing value or new ops built
+movement; gather: gathers; reduce: reduce, reduce-window; dot: dots and reduces of dots; collective:
+collectives of broadcasts; barrier: opt-barrier). Each rule is `(ctx, op) -> value`, keyed by opcode, returning the value that replaces the op's result (an existing value or new ops built
 before `op`), ERASED when it rewrote the users itself, or None. The pass applies them over every
 computation until nothing changes.
 
@@ -35,7 +34,7 @@ from mlir import ir
 
 from hlo_mlir.dialects import edit, opcode_of
 
-from . import arith, barrier, collective, gather, reduce, shape  # noqa: F401  (register their rules)
+from . import arith, barrier, collective, dot, gather, reduce, shape  # noqa: F401  (register their rules)
 from .core import ERASED, RULES, Ctx
 
 
