@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from mlir import ir
-from mlir.dialects import linalg
+from mlir.dialects import builtin, func, linalg, llvm
 from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import HloError
@@ -40,14 +40,14 @@ LOOPS = "convert-vector-to-scf{full-unroll},lower-affine,canonicalize,cse"
 # ub) run as one `convert-to-llvm`: one walk of the module instead of five, the same LLVM IR (ssd_mobilenet:
 # identical text, this pipeline ~25% faster). The final canonicalize folds the memref descriptors nothing
 # reads (a kernel call passes the aligned pointer alone, `outline_kernels`; the descriptor fields of
-# static memrefs are constants): ssd_mobilenet's LLVM IR 2.6 -> 1.0 MB, its entry function 11,500 -> 2,200
-# lines, less for LLVM to read and compile.
+# static memrefs are constants): ssd_mobilenet's LLVM IR 2.8 -> 1.2 MB, less for LLVM to read and compile;
+# without region simplification (LLVM's simplifycfg does that), which took a third of its time.
 LLVM = (
     "scf-forall-to-parallel,convert-scf-to-openmp,"
     "convert-bufferization-to-memref,convert-complex-to-standard,"
     "convert-math-to-llvm{approximate-log1p=false},convert-math-to-libm,expand-strided-metadata,"
     "lower-affine,convert-vector-to-llvm,convert-complex-to-llvm,finalize-memref-to-llvm,convert-scf-to-cf,"
-    "convert-openmp-to-llvm,convert-to-llvm,reconcile-unrealized-casts,canonicalize"
+    "convert-openmp-to-llvm,convert-to-llvm,reconcile-unrealized-casts,llvm.func(canonicalize{region-simplify=disabled})"
 )
 
 
@@ -152,8 +152,60 @@ def kernel_locations(module: ir.Module) -> dict[str, list[str]]:
     return out
 
 
+C_INTERFACE = "llvm.emit_c_interface"
+C_PREFIX = "_mlir_ciface_"
+
+
+def _c_interface(f: ir.Operation) -> None:
+    """Make the function `f` (marked `llvm.emit_c_interface`, static memrefs in and out, one block) its own C
+    interface `_mlir_ciface_<name>(results*, arg descriptors*...)`: it loads its arguments' descriptors
+    and stores its results' through the pointers (one result's descriptor, or a struct of them).
+
+    Why not `convert-func-to-llvm`'s wrapper: it unpacks every descriptor into scalars and calls the
+    function with all of them (ssd_mobilenet: ~1,100 arguments), and LLVM's instruction selection of that
+    one call took longer than all the kernels (2.8 of 7.7 s of `llc` time). Here the function reads only
+    the descriptor fields it uses (for static memrefs, the aligned pointer)."""
+    from hlo_mlir.passes.outline_kernels import descriptor_type
+
+    ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+    inputs, results = [descriptor_type(t) for t in ftype.inputs], [descriptor_type(t) for t in ftype.results]
+    if None in inputs + results or len(f.regions[0].blocks) != 1:
+        return  # convert-func-to-llvm's wrapper it is
+    block = f.regions[0].blocks[0]
+    ptr = llvm.PointerType.get()
+    old = list(block.arguments)
+    out = block.add_argument(ptr, f.location) if results else None
+    with ir.InsertionPoint.at_block_begin(block), f.location:
+        for arg, t in zip(old, inputs):
+            desc = llvm.LoadOp(t, block.add_argument(ptr, f.location)).result
+            arg.replace_all_uses_with(builtin.UnrealizedConversionCastOp([arg.type], [desc]).result)
+    for _ in old:
+        block.erase_argument(0)
+    ret = block.operations[len(block.operations) - 1]
+    with ir.InsertionPoint(ret), ret.location:
+        descs = [builtin.UnrealizedConversionCastOp([t], [v]).result for t, v in zip(results, ret.operands)]
+        if len(descs) == 1:
+            llvm.StoreOp(descs[0], out)
+        elif descs:
+            both = llvm.PoisonOp(ir.Type.parse(f"!llvm.struct<({', '.join(str(t) for t in results)})>")).result
+            for i, d in enumerate(descs):
+                both = llvm.InsertValueOp(both, d, [i]).result
+            llvm.StoreOp(both, out)
+        func.ReturnOp([])
+    ret.erase()
+    for name in (C_INTERFACE, "arg_attrs", "res_attrs"):
+        if name in f.attributes:
+            del f.attributes[name]
+    f.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([ptr] * len(block.arguments), []))
+    f.attributes["sym_name"] = ir.StringAttr.get(C_PREFIX + ir.StringAttr(f.attributes["sym_name"]).value)
+
+
 def to_llvm(module: ir.Module) -> ir.Module:
-    """Loops on memrefs -> LLVM dialect (in place)."""
+    """Loops on memrefs -> LLVM dialect (in place); the entry function is its own C interface (`_c_interface`)."""
+    with module.context:
+        for op in module.body.operations:
+            if op.operation.name == "func.func" and C_INTERFACE in op.operation.attributes:
+                _c_interface(op.operation)
     _run(module, LLVM, "llvm")
     return module
 

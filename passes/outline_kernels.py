@@ -89,7 +89,7 @@ def _source_locations(root: ir.Operation) -> list[str]:
 PROFILE_HOOKS = ("hlo_mlir_prof_enter", "hlo_mlir_prof_exit")
 
 
-def _descriptor_type(t: ir.Type) -> ir.Type | None:
+def descriptor_type(t: ir.Type) -> ir.Type | None:
     """The LLVM struct `finalize-memref-to-llvm` makes of memref type `t` when `t` can travel as a bare
     pointer (static shape, strides and offset, default memory space), else None."""
     if not isinstance(t, ir.MemRefType) or t.memory_space is not None or not t.has_static_shape:
@@ -102,15 +102,9 @@ def _descriptor_type(t: ir.Type) -> ir.Type | None:
     return ir.Type.parse(f"!llvm.struct<(ptr, ptr, i64{arrays})>")
 
 
-def _pointer_of(v: ir.Value, descriptor: ir.Type) -> ir.Value:
-    """The aligned pointer of memref `v` (at the insertion point)."""
-    desc = builtin.UnrealizedConversionCastOp([descriptor], [v]).result
-    return llvm.ExtractValueOp(llvm.PointerType.get(), desc, [1]).result
-
-
-def _memref_at(ptr: ir.Value, t: ir.MemRefType, descriptor: ir.Type) -> ir.Value:
+def _memref_at(ptr: ir.Value, t: ir.MemRefType, descriptor: ir.Type, consts: dict[int, ir.Value]) -> ir.Value:
     """A memref of static type `t` over `ptr` (at the insertion point): its descriptor, every field but the
-    pointer a constant of the type."""
+    pointer a constant of the type (`consts`: the kernel's i64 constants, made once each)."""
     i64 = ir.IntegerType.get_signless(64)
     strides, offset = t.get_strides_and_offset()
     desc = llvm.PoisonOp(descriptor).result
@@ -118,7 +112,9 @@ def _memref_at(ptr: ir.Value, t: ir.MemRefType, descriptor: ir.Type) -> ir.Value
     fields += [([3, i], n) for i, n in enumerate(t.shape)] + [([4, i], n) for i, n in enumerate(strides)]
     for position, value in fields:
         if isinstance(value, int):
-            value = llvm.ConstantOp(i64, ir.IntegerAttr.get(i64, value)).result
+            if value not in consts:
+                consts[value] = llvm.ConstantOp(i64, ir.IntegerAttr.get(i64, value)).result
+            value = consts[value]
         desc = llvm.InsertValueOp(desc, value, position).result
     return builtin.UnrealizedConversionCastOp([t], [desc]).result
 
@@ -129,6 +125,7 @@ class _Outliner:
         self.count = 0
         self.profile = profile
         self.seen: dict[str, str] = {}  # kernel text -> the kernel symbol holding it
+        self.pointers: dict[ir.Value, ir.Value] = {}  # memref -> its aligned pointer (see `_pointer`)
         self.noinline = ir.ArrayAttr.get([ir.StringAttr.get("noinline")])
         if profile:
             i64 = ir.IntegerType.get_signless(64)
@@ -151,11 +148,22 @@ class _Outliner:
                     for inner in region.blocks:
                         self._block(inner, prefix, f)
 
+    def _pointer(self, v: ir.Value, descriptor: ir.Type) -> ir.Value:
+        """The aligned pointer of memref `v`, taken once, where `v` is defined (so it serves every call)."""
+        ptr = self.pointers.get(v)
+        if ptr is None:
+            where = ir.InsertionPoint.at_block_begin(v.owner) if isinstance(v.owner, ir.Block) \
+                else ir.InsertionPoint.after(v.owner)
+            with where, v.location:
+                desc = builtin.UnrealizedConversionCastOp([descriptor], [v]).result
+                ptr = self.pointers[v] = llvm.ExtractValueOp(llvm.PointerType.get(), desc, [1]).result
+        return ptr
+
     def _outline(self, op: ir.Operation, prefix: str, f: ir.Operation) -> None:
         captures = _captures(op)
         cloned = [v for v in captures if isinstance(v.owner, ir.OpView) and v.owner.operation.name in _CLONED]
         args = [v for v in captures if v not in cloned]
-        descriptors = [_descriptor_type(v.type) for v in args]
+        descriptors = [descriptor_type(v.type) for v in args]
         site = self.count
         self.count += 1
         name = f"{prefix}_k{site}"
@@ -171,17 +179,18 @@ class _Outliner:
         with op.location:
             body = kernel.add_entry_block()
         mapping: dict[ir.Value, ir.Value] = {}
+        consts: dict[int, ir.Value] = {}
         with ir.InsertionPoint(body), op.location:
             for v, d, a in zip(args, descriptors, body.arguments):
-                mapping[v] = a if d is None else _memref_at(a, ir.MemRefType(v.type), d)
+                mapping[v] = a if d is None else _memref_at(a, ir.MemRefType(v.type), d, consts)
             for v in cloned:
                 mapping[v] = v.owner.operation.clone().results[0]
             ret = func.ReturnOp([])
+        operands = [v if d is None else self._pointer(v, d) for v, d in zip(args, descriptors)]
         with ir.InsertionPoint(op), op.location:
             if self.profile:
                 kid = arith.ConstantOp(ir.IntegerType.get_signless(64), site).result
                 func.CallOp([], ir.FlatSymbolRefAttr.get(PROFILE_HOOKS[0]), [kid])
-            operands = [v if d is None else _pointer_of(v, d) for v, d in zip(args, descriptors)]
             call = func.CallOp([], ir.FlatSymbolRefAttr.get(name), operands)
             if self.profile:
                 func.CallOp([], ir.FlatSymbolRefAttr.get(PROFILE_HOOKS[1]), [kid])
@@ -197,7 +206,7 @@ class _Outliner:
 
         op.walk(remap)
         # A model repeats its layers: identical kernels are compiled once.
-        text = kernel.operation.get_asm(use_local_scope=True)
+        text = kernel.operation.get_asm(use_local_scope=True, assume_verified=True)
         key = str(kernel.type) + text.split("\n", 1)[1]  # the body, without the name and locations line
         same = self.seen.get(key)
         if same is None:
