@@ -37,8 +37,6 @@ INTO: dict[str, Callable[..., None]] = {
     "collective-permute": oc.collective_permute_into, "collective-permute-start": oc.collective_permute_into,
     "collective-broadcast": oc.collective_broadcast_into,
 }
-# (operand, result, context...) tuples whose element 1 the *-done form returns (XLA's async shapes)
-ASYNC_TUPLE = ("all-gather-start", "collective-permute-start")
 FEEDS = ("infeed", "outfeed", "send", "send-done", "recv", "recv-done")
 
 
@@ -56,7 +54,7 @@ def collective(rw: Rewriter) -> list[ir.Value]:
     in_types = [a for i in range(rw.num_operands) for a in leaves(rw.hlo_operand_type(i))]
     out_types = leaves(rw.hlo_result_type())
     result_t = rw.hlo_result_type()
-    if rw.opcode in ASYNC_TUPLE:
+    if rw.opcode in oc.ASYNC_TUPLE_STARTS:
         assert isinstance(result_t, TupleType)
         first, count = len(leaves(result_t.elements[0])), len(leaves(result_t.elements[1]))
     else:

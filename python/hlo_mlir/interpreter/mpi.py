@@ -182,6 +182,7 @@ class _Buffers:
             return t
 
     def of(self, a: np.ndarray, receive: bool) -> list:
+        """The specification of `a` for a send (`receive` False) or a receive into it."""
         if any(n > 1 and s <= 0 for n, s in zip(a.shape, a.strides)):
             tmp = np.ascontiguousarray(a)
             if receive:

@@ -203,6 +203,11 @@ def empty_leaves(t: HloType) -> list[np.ndarray]:
     return [np.empty(t.dims, t.dtype)]
 
 
+# *-start ops whose result is XLA's async tuple (operands, results, context...): their *-done takes
+# element 1. (all-reduce-start's result is the all-reduce's own.)
+ASYNC_TUPLE_STARTS = ("all-gather-start", "collective-permute-start")
+
+
 def _into(outs: list[np.ndarray], values: list[np.ndarray]) -> None:
     for out, v in zip(outs, values):
         out[...] = v
