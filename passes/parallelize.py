@@ -8,6 +8,14 @@ turns the outermost loop without a loop-carried dependence into `affine.parallel
 then makes it an OpenMP worksharing loop (`convert-scf-to-openmp`). Small kernels stay sequential: a
 fork/join costs microseconds, more than they take. Schedules that tile with `scf.forall` reach OpenMP by
 the same route (`scf-forall-to-parallel` in the LLVM pipeline).
+
+The same big kernels then get their innermost loop vectorized 16 lanes wide (`affine-super-vectorize`,
+only loops whose accesses are contiguous along the last dimension or invariant): LLVM's own loop
+vectorizer stops at 256 bits on this CPU, and compute-bound bodies (the expanded exp of a softmax) run
+1.3-1.5x faster at 512. Only kernels whose innermost loops all run a multiple of 16 times (no masked
+tail, whose padding lanes would compute on made-up values) and that divide no integers (a zero in a
+padding lane would trap) are vectorized; the vector ops are the scalar ones lane by lane, so results do
+not change.
 """
 
 from __future__ import annotations
@@ -24,6 +32,10 @@ MIN_ELEMENTS = 1 << 18
 # Single-iteration loops go first (promote-single-iter): a unit outermost loop (the batch of 1 a matmul's
 # result keeps when its elementwise consumers fuse through the reshapes) would be the one made parallel.
 _PIPELINE = "func.func(affine-loop-normalize{promote-single-iter},canonicalize,affine-parallelize{max-nested=1})"
+LANES = 16
+_VECTORIZE = f"func.func(affine-super-vectorize{{virtual-vector-size={LANES} test-fastest-varying=0}},canonicalize)"
+_INTEGER_DIVISION = frozenset({"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi",
+                               "arith.ceildivui", "arith.floordivsi"})
 
 
 def configured_threads() -> int:
@@ -38,10 +50,76 @@ def configured_threads() -> int:
     return n
 
 
+def _vectorizable(kernel: ir.Operation) -> bool:
+    """Whether every innermost affine.for of `kernel` runs a constant multiple of `LANES` times, every
+    memref holds ints or floats, and nothing divides integers (see the module docstring)."""
+    ok = True
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal ok
+        if op.name in _INTEGER_DIVISION or op.name.startswith("vector."):  # vector.*: scheduled already
+            ok = False
+        elif op.name in ("affine.load", "affine.store"):
+            et = ir.MemRefType(op.operands[1 if op.name == "affine.store" else 0].type).element_type
+            ok = ok and isinstance(et, (ir.IntegerType, ir.FloatType))
+        elif op.name == "affine.for" and not _has_inner_loop(op):
+            trips = _trip_count(op)
+            ok = ok and trips is not None and trips % LANES == 0
+        return ir.WalkResult.ADVANCE if ok else ir.WalkResult.INTERRUPT
+
+    kernel.walk(visit)
+    return ok
+
+
+def _has_inner_loop(loop: ir.Operation) -> bool:
+    found = False
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal found
+        found = found or (op != loop and op.name in ("affine.for", "affine.parallel"))
+        return ir.WalkResult.ADVANCE
+
+    loop.walk(visit)
+    return found
+
+
+def _trip_count(loop: ir.Operation) -> int | None:
+    """The trip count of an affine.for with constant bounds (None otherwise)."""
+    lower = ir.AffineMapAttr(loop.attributes["lowerBoundMap"]).value
+    upper = ir.AffineMapAttr(loop.attributes["upperBoundMap"]).value
+    if lower.n_inputs or upper.n_inputs or len(lower.results) != 1 or len(upper.results) != 1:
+        return None
+    lo, hi = lower.results[0], upper.results[0]
+    if not isinstance(lo, ir.AffineConstantExpr) or not isinstance(hi, ir.AffineConstantExpr):
+        return None
+    step = ir.IntegerAttr(loop.attributes["step"]).value
+    return max(0, -(-(hi.value - lo.value) // step))
+
+
+def _in_bounds(kernel: ir.Operation) -> None:
+    """Mark the vectorizer's transfers in bounds: each covers `LANES` consecutive iterations of a loop whose
+    trip count `LANES` divides, all of which the scalar loop ran (else every access becomes a masked one)."""
+    transfers: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name in ("vector.transfer_read", "vector.transfer_write"):
+            transfers.append(op)
+        return ir.WalkResult.ADVANCE
+
+    kernel.walk(visit)
+    for op in transfers:
+        rank = len(ir.ArrayAttr(op.attributes["in_bounds"]))
+        op.attributes["in_bounds"] = ir.ArrayAttr.get([ir.BoolAttr.get(True)] * rank)
+
+
 def apply(module: ir.Module) -> None:
-    """Parallelize the big kernels of `module` (in place)."""
+    """Parallelize, and where safe vectorize, the big kernels of `module` (in place)."""
     with module.context:
         pm = PassManager.parse(_PIPELINE)
+        vectorize = PassManager.parse(_VECTORIZE)
         for kernel, elements in outline_kernels.kernels(module):
             if elements >= MIN_ELEMENTS:
                 pm.run(kernel)
+                if _vectorizable(kernel):
+                    vectorize.run(kernel)
+                    _in_bounds(kernel)
