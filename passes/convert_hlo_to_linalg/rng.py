@@ -368,8 +368,9 @@ def _state_global(rw: Rewriter, kind: str) -> ir.Value:
 @rule("rng")
 def rng(rw: Rewriter) -> list[ir.Value]:
     """`ops_rng.draw` for every output element in a parallel linalg.generic: the stream's key and execution
-    count are loaded from its global (the count incremented) before the loop, each element computes its own
-    Philox block from its flat index."""
+    count are loaded from its global (the count incremented) before the loop, each element computes the Philox
+    block its words come from (`ops_rng.element_words`: the 1, 2 or 4 elements sharing a block each compute it,
+    no state crosses elements)."""
     t = rw.hlo_result_type()
     assert isinstance(t, ArrayType)
     dist = str(rw.attrs.get("distribution", "rng_uniform"))
@@ -389,12 +390,13 @@ def rng(rw: Rewriter) -> list[ir.Value]:
     dims = list(t.dims)
     strides = [_prod(tuple(dims[d + 1 :])) for d in range(len(dims))]
     A = _MlirArith(ops)
+    k = ops_rng.words_per_element(dist, t.element)
 
     def body(*_: ir.Value) -> list[ir.Value]:
         flat = ops.c64(0)
         for d, s in enumerate(strides):
             flat = arith.addi(flat, arith.muli(arith.index_cast(ops.i64, rw.index(d)), ops.c64(s)))
-        w = ops_rng.philox_words(A, flat, execution, key)
+        w = ops_rng.element_words(A, flat, execution, key, k)
         v = ops_rng.draw(A, dist, t.element, w, a, b)
         return [arith.truncf(out_t, v) if t.element.hlo in NARROW_FLOATS else v]  # exact: `draw` rounded it
 

@@ -185,9 +185,11 @@ def rng_bit_generator(op: OpView, args: list, ctx: Context) -> tuple:
 
 # ----------------------------------------------------------------------------- rng: the one definition
 #
-# Element i (row-major) of the n-th execution (0-based) of an `rng` instruction takes the Philox-4x32-10 block
-# of key K and 128-bit counter (hi = n, lo = i), four u32 words w0..w3; K mixes the run's seed with the
-# instruction's identity (`Streams.key`). From the words, with only integer operations, IEEE +,-,*,/, sqrt
+# The n-th execution (0-based) of an `rng` instruction draws Philox-4x32-10 blocks of key K and 128-bit
+# counter (hi = n, lo = block index), four u32 words w0..w3 each; K mixes the run's seed with the
+# instruction's identity (`Streams.key`). An element needs k words (`words_per_element`: 1, 2 or 4), so
+# 4 / k elements share a block: element i (row-major) takes words k*(i % (4/k)) ... of block i // (4/k), its
+# w0..w(k-1) below. From the words, with only integer operations, IEEE +,-,*,/, sqrt
 # and single-rounding fma (so NumPy and the JIT, whose code generator fuses a multiply feeding an add, compute
 # the same bits; no multiply here ever feeds an add), in the work type W (f32 for f16/bf16/f32, f64 for f64):
 #   frac(x)       the top mantissa-width bits of x as a fraction in [0, 1) (x: w0, or (w1:w0) for f64)
@@ -340,9 +342,46 @@ def _cos_turn(A: Arith, bits: Any, kind: str) -> Any:
     return A.select(negative, A.negf(v), v)
 
 
-def philox_words(A: Arith, index: Any, execution: Any, key: Any) -> list:
-    """The Philox block of element `index` (u64) in execution `execution` (u64) under `key` (u64)."""
-    return A.philox([A.lo(index), A.lo(A.shr(index, 32)), A.lo(execution), A.lo(A.shr(execution, 32))], key)
+def words_per_element(distribution: str, e: ElementType) -> int:
+    """How many of a Philox block's four u32 words one element of this `rng` consumes."""
+    if not e.is_float:
+        return 4  # a 128-bit fraction
+    wide = work_kind(e) == "f64"
+    if distribution == "rng_uniform":
+        return 2 if wide else 1
+    return 4 if wide else 2  # two fractions
+
+
+def philox_block(A: Arith, block: Any, execution: Any, key: Any) -> list:
+    """The four words of Philox block `block` (u64) in execution `execution` (u64) under `key` (u64)."""
+    return A.philox([A.lo(block), A.lo(A.shr(block, 32)), A.lo(execution), A.lo(A.shr(execution, 32))], key)
+
+
+def element_words(A: Arith, index: Any, execution: Any, key: Any, k: int) -> list:
+    """The k words of element `index` (u64), computing its whole block (code generated per element)."""
+    per = 4 // k
+    w = philox_block(A, A.shr(index, per.bit_length() - 1), execution, key)
+    if per == 1:
+        return w
+    j = A.lo(A.band(index, A.const("u64", per - 1)))
+    if per == 2:
+        second = A.eq(j, A.const("u32", 1))
+        return [A.select(second, w[2], w[0]), A.select(second, w[3], w[1])]
+    out = w[3]
+    for m in (2, 1, 0):
+        out = A.select(A.eq(j, A.const("u32", m)), w[m], out)
+    return [out]
+
+
+def _all_element_words(A: Arith, n: int, execution: int, key: int, k: int) -> list[np.ndarray]:
+    """`element_words` of elements 0..n-1 at once, each block computed once (NumPy)."""
+    per = 4 // k
+    blocks = -(-n // per)
+    w = philox_block(A, np.arange(blocks, dtype=np.uint64), np.uint64(execution), key)
+    if per == 1:
+        return w
+    rows = np.stack(w, axis=1).reshape(blocks * per, k)[:n]
+    return [rows[:, m] for m in range(k)]
 
 
 def draw(A: Arith, distribution: str, e: ElementType, w: list, a: Any, b: Any) -> Any:
@@ -584,7 +623,7 @@ def rng(op: OpView, args: list, ctx: Context) -> np.ndarray:
     key, execution = streams.take(instruction_id(op.op))  # type: ignore[attr-defined]
     n = int(np.prod(rt.dims, dtype=np.int64))
     A = _NUMPY if getattr(ctx, "flush_denormals", True) else _NUMPY_IEEE
-    w = philox_words(A, np.arange(n, dtype=np.uint64), np.uint64(execution), key)
+    w = _all_element_words(A, n, execution, key, words_per_element(dist, rt.element))
     a, b = (np.asarray(v) for v in args)
     with np.errstate(all="ignore"):
         value = draw(A, dist, rt.element, w, a, b)
