@@ -203,7 +203,6 @@ def rng_bit_generator(op: OpView, args: list, ctx: Context) -> tuple:
 # lowering (passes/convert_hlo_to_linalg/rng.py) emits it as scalar arith code in a loop over the output.
 
 RNG_FLOATS = frozenset({"f16", "bf16", "f32", "f64"})
-_M52 = (1 << 52) - 1
 
 
 class Arith(Protocol):
