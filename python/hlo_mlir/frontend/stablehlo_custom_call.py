@@ -68,7 +68,7 @@ def custom_call(op: Op, w: Writer) -> list[str]:
 
 def composite(op: Op, w: Writer) -> list[str]:
     name_tok = next((t for t in op.items if t.type == "STRING"), None)
-    callee = op.attrs.get("decomposition", "")[1:]
+    callee = op.attrs.get("decomposition", "")[1:].strip('"')
     if name_tok is None or callee not in w.functions:
         raise op.unsupported("composite without a name or a decomposition in the module")
     frontend = [f"composite.name={name_tok}"]

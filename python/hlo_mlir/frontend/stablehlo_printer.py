@@ -5,10 +5,12 @@ Each HLO computation is a `func.func` (the entry one public, `@main`, its tuple 
 several results as JAX prints them); each instruction one StableHLO op (CHLO for the functions StableHLO
 lacks), written by a rule of the table below keyed by opcode. Ops with computations (reduce, sort,
 scatter, while, ...) get a region whose body calls the computation's function, so every computation is
-printed once. StableHLO has no tuple operands for while/case/optimization_barrier: their tuples are
-taken apart and rebuilt around them. Shardings and frontend attributes are kept (`mhlo.sharding`,
+printed once; a fusion is a call of its computation. StableHLO has no tuple operands for while/case/
+optimization_barrier: their tuples are taken apart and rebuilt around them. Optimized dumps print too: a
+layout-changing bitcast becomes transpose-reshape-transpose over the layouts in the shapes, copies
+(layout changes) disappear. Shardings and frontend attributes are kept (`mhlo.sharding`,
 `mhlo.frontend_attributes`); metadata is not (StableHLO keeps it as locations, which we do not print).
-An instruction without a rule, or an attribute a rule would drop, is an HloError naming the instruction.
+An instruction without a rule, or an attribute a rule would drop, is an HloError at the instruction.
 """
 
 from __future__ import annotations
@@ -19,14 +21,17 @@ from typing import Any
 
 from mlir import ir
 
-from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects import MODULE_NAME, NAME, SHAPE, opcode_of
+from hlo_mlir.diagnostics import HloError, SourceLocation
+from hlo_mlir.dialects import MODULE_NAME, NAME, SHAPE, opcode_of, source_location
 from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.frontend.stablehlo_reader import tuple_elements
 
 # Attributes no rule needs to read: kept as StableHLO attributes, or debug information.
 _PASSED = {"sharding": "mhlo.sharding", "frontend_attributes": "mhlo.frontend_attributes"}
-_IGNORED = frozenset({"metadata"})
+# backend_config of other ops than custom-call: XLA:CPU's hints (a while's known trip count, a fusion's
+# emitter), not what the op computes; control-predecessors: an order among ops, which StableHLO's dataflow
+# leaves to the compiler.
+_IGNORED = frozenset({"metadata", "backend_config", "control-predecessors"})
 
 _CHLO = {"erf": "chlo.erf", "sinh": "chlo.sinh", "cosh": "chlo.cosh", "asin": "chlo.asin", "acos": "chlo.acos",
          "atan": "chlo.atan", "asinh": "chlo.asinh", "acosh": "chlo.acosh", "atanh": "chlo.atanh"}
@@ -132,7 +137,7 @@ def _region(printer: _Printer, callee: str, arg_types: list[str], tuple_args: bo
 
 
 def _symbol(name: str) -> str:
-    return name if re.fullmatch(r"[A-Za-z_][\w.$-]*", name) else f'"{name}"'
+    return name if re.fullmatch(r"[A-Za-z_][\w.$]*", name) else f'"{name}"'
 
 
 Rule = Callable[[_Function, ir.Operation, dict[str, Any]], list[str]]
@@ -188,6 +193,52 @@ def _elementwise(f: _Function, op: ir.Operation, attrs: dict[str, Any]) -> list[
 @_rule(*_CHLO)
 def _chlo(f: _Function, op: ir.Operation, attrs: dict[str, Any]) -> list[str]:
     return _simple(f, op, _CHLO[opcode_of(op)])
+
+
+def _shape_text(value: ir.Value) -> str:
+    """The HLO shape text (with its layout, if one was given) of a value."""
+    owner = value.owner
+    attrs = owner.attributes if isinstance(owner, ir.Operation) or hasattr(owner, "attributes") else None
+    if isinstance(value, ir.BlockArgument):
+        fn = value.owner.owner
+        arg_attrs = ir.ArrayAttr(fn.attributes["arg_attrs"])[value.arg_number] if "arg_attrs" in fn.attributes \
+            else None
+        attrs = ir.DictAttr(arg_attrs) if arg_attrs is not None else None
+    return ir.StringAttr(attrs[SHAPE]).value if attrs is not None and SHAPE in attrs else ""
+
+
+def _minor_to_major(value_or_shape: str, rank: int) -> list[int]:
+    layout = _layout(value_or_shape)
+    return layout if layout is not None and len(layout) == rank else list(range(rank - 1, -1, -1))
+
+
+@_rule("bitcast")
+def _bitcast(f: _Function, op: ir.Operation, attrs: dict[str, Any]) -> list[str]:
+    """A layout-dependent reshape: to the operand's physical order (transpose), reshaped to the result's
+    physical dims (a bitcast_convert first between element types of one width), back to its logical order."""
+    src, res = ir.RankedTensorType(op.operands[0].type), ir.RankedTensorType(op.results[0].type)
+    result_shape = ir.StringAttr(op.attributes[SHAPE]).value if SHAPE in op.attributes else ""
+    src_m2m = list(reversed(_minor_to_major(_shape_text(op.operands[0]), src.rank)))
+    res_m2m = list(reversed(_minor_to_major(result_shape, res.rank)))
+    value = f.name(op.operands[0])
+    phys_dims = [src.shape[d] for d in src_m2m]
+    phys = f.op("stablehlo.transpose", [value], [_type(src)], [_tensor(phys_dims, src.element_type)],
+                {"permutation": _array(src_m2m)})[0]
+    if src.element_type != res.element_type:
+        if src.element_type.width != res.element_type.width:
+            raise HloError("a bitcast between element types of different widths")
+        phys = f.op("stablehlo.bitcast_convert", [phys], [_tensor(phys_dims, src.element_type)],
+                    [_tensor(phys_dims, res.element_type)])[0]
+    flat_dims = [res.shape[d] for d in res_m2m]
+    flat = f.op("stablehlo.reshape", [phys], [_tensor(phys_dims, res.element_type)],
+                [_tensor(flat_dims, res.element_type)])[0]
+    back = [res_m2m.index(d) for d in range(res.rank)]
+    return f.op("stablehlo.transpose", [flat], [_tensor(flat_dims, res.element_type)], [_type(res)],
+                {"permutation": _array(back)})
+
+
+def _tensor(dims: list[int], element: ir.Type) -> str:
+    return f"tensor<{''.join(f'{d}x' for d in dims)}{element}>"
 
 
 @_rule("copy")
@@ -304,7 +355,7 @@ def _reduce_window(f: _Function, op: ir.Operation, attrs: dict[str, Any]) -> lis
     scalars = _scalar_types(op, n)
     window = attrs.pop("window")
     if any(window.reversal):
-        raise HloError("reduce-window: a window with rhs_reversal has no StableHLO form")
+        raise HloError("a window with rhs_reversal has no StableHLO form")
     region = _region(f.printer, attrs.pop("to_apply"), scalars + scalars)
     keys = ("window_dimensions", "window_strides", "base_dilations", "window_dilations", "padding")
     return _several(f, op, "stablehlo.reduce_window", _window_attrs(window, keys), [region])
@@ -416,7 +467,7 @@ def _cholesky(f: _Function, op: ir.Operation, attrs: dict[str, Any]) -> list[str
 @_rule("topk")
 def _topk(f: _Function, op: ir.Operation, attrs: dict[str, Any]) -> list[str]:
     if not attrs.pop("largest", True):
-        raise HloError("topk: largest=false has no StableHLO (chlo.top_k) form")
+        raise HloError("largest=false has no StableHLO (chlo.top_k) form")
     return _several(f, op, "chlo.top_k", {"k": f"{attrs.pop('k')} : i64"})
 
 
@@ -508,7 +559,7 @@ def _quote(text: str) -> str:
 @_rule("custom-call")
 def _custom_call(f: _Function, op: ir.Operation, attrs: dict[str, Any]) -> list[str]:
     if "called_computations" in attrs:
-        raise HloError("custom-call: called computations are not printed as StableHLO yet")
+        raise HloError("called computations are not printed as StableHLO yet")
     version = _API[attrs.pop("api_version", "API_VERSION_ORIGINAL")]
     out = {"call_target_name": _quote(attrs.pop("custom_call_target")), "api_version": f"{version} : i32"}
     config = attrs.pop("backend_config", None)
@@ -545,22 +596,29 @@ def _index_layout(layout: list[int]) -> str:
     return f"dense<[{', '.join(map(str, layout))}]> : tensor<{len(layout)}xindex>"
 
 
+def _error(op: ir.Operation, message: str) -> HloError:
+    found = source_location(op.location)
+    return HloError(message, SourceLocation(*found) if found else None)
+
+
 def _print_op(f: _Function, op: ir.Operation) -> None:
     opcode = opcode_of(op)
     name = ir.StringAttr(op.attributes[NAME]).value if NAME in op.attributes else opcode
     rule = _RULES.get(opcode)
     if rule is None:
-        raise HloError(f"{opcode} '{name}': no StableHLO form is printed for this instruction")
+        raise _error(op, f"{opcode} '{name}': no StableHLO form is printed for this instruction")
     attrs = decode_all(op.attributes)
     passed = {_PASSED[k]: attrs.pop(k) for k in list(attrs) if k in _PASSED}
-    for key in _IGNORED:
+    for key in _IGNORED - ({"backend_config"} if opcode == "custom-call" else set()):
         attrs.pop(key, None)
     try:
         results = rule(f, op, attrs)
     except (KeyError, ValueError) as e:
-        raise HloError(f"{opcode} '{name}': cannot print it as StableHLO ({e})") from None
+        raise _error(op, f"{opcode} '{name}': cannot print it as StableHLO ({e})") from None
+    except HloError as e:
+        raise _error(op, f"{opcode} '{name}': {e.message}") from None
     if attrs:
-        raise HloError(f"{opcode} '{name}': attribute '{next(iter(attrs))}' has no StableHLO form here")
+        raise _error(op, f"{opcode} '{name}': attribute '{next(iter(attrs))}' has no StableHLO form here")
     if passed and f.lines and re.match(rf"\s*{re.escape(results[0].split('#')[0])}[ :]", f.lines[-1]):
         line = f.lines[-1]
         extra = ", ".join(f"{k} = {_passed_value(k, v)}" for k, v in passed.items())

@@ -350,6 +350,11 @@ def _module_attrs(module: lark.Tree, source: str) -> None:
                 raise Unsupported(f"module attribute {key} = {value}", entry.meta.line, entry.meta.column)
 
 
+def _symbol(func: lark.Tree) -> str:
+    """A function's name (`@f` or `@"f-g"`) without the `@` and quotes."""
+    return next(str(c) for c in func.children if isinstance(c, lark.Token) and c.type == "SYMBOL")[1:].strip('"')
+
+
 def stablehlo_to_hlo_text(text: str, filename: str) -> tuple[str, dict[int, tuple[int, int]]]:
     """HLO text for StableHLO text, and the StableHLO (line, column) of each HLO line that has one;
     raises Unsupported for what this reader does not cover."""
@@ -359,15 +364,14 @@ def stablehlo_to_hlo_text(text: str, filename: str) -> tuple[str, dict[int, tupl
         raise Unsupported("syntax this reader does not cover", e.line, e.column) from None
     module = tree.children[0] if isinstance(tree.children[0], lark.Tree) else tree.children[1]
     name_tok = next((c for c in module.children if isinstance(c, lark.Token) and c.type == "SYMBOL"), None)
-    module_name = str(name_tok)[1:] if name_tok is not None else "module"
+    module_name = str(name_tok)[1:].strip('"') if name_tok is not None else "module"
     _module_attrs(module, text)
     funcs = [c for c in module.children if isinstance(c, lark.Tree) and c.data == "func"]
-    w = Writer(text, {next(str(c) for c in f.children if isinstance(c, lark.Token) and c.type == "SYMBOL")[1:]
-                      for f in funcs})
+    w = Writer(text, {_symbol(f) for f in funcs})
     entry: Lines = []
     for f in funcs:
         tokens = [c for c in f.children if isinstance(c, lark.Token)]
-        sym = next(str(t) for t in tokens if t.type == "SYMBOL")[1:]
+        sym = _symbol(f)
         public = not any(t.type == "VISIBILITY" and str(t) == "private" for t in tokens)
         lines: Lines = []
         defined: dict[str, int] = {}
