@@ -323,8 +323,10 @@ def _precision(attrs: dict[str, Any], n: int = 2) -> dict[str, str]:
 
 @_rule("dot")
 def _dot(f: _Function, op: ir.Operation, attrs: dict[str, Any]) -> list[str]:
-    fields = [f"{side}_{kind}_dimensions = {_list(attrs.pop(f'{side}_{key}_dims', ()))}"
-              for kind, key in (("batching", "batch"), ("contracting", "contracting")) for side in ("lhs", "rhs")]
+    dims = {(kind, side): attrs.pop(f"{side}_{key}_dims", ()) for kind, key in (("batching", "batch"),
+                                                                                ("contracting", "contracting"))
+            for side in ("lhs", "rhs")}
+    fields = [f"{side}_{kind}_dimensions = {_list(values)}" for (kind, side), values in dims.items() if values]
     return _simple(f, op, "stablehlo.dot_general", {"dot_dimension_numbers": f"#stablehlo.dot<{', '.join(fields)}>",
                                                     **_precision(attrs)})
 
