@@ -146,3 +146,22 @@ ENTRY e {
     assert np.isposinf(want.astype(np.float32)).all()
     got = hlo_mlir.load(text).run(x, y, backend=backend)[0]
     np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
+@needs_xla
+@pytest.mark.parametrize("backend", ["interpreter", "jit"])
+def test_reduce_over_size_one_dims_keeps_subnormals(backend: str) -> None:
+    """The fuzzer's bf16 add-reduce over a size-1 dimension (seed 12, program 1254): no arithmetic happens in
+    XLA (a reshape), so a subnormal stays; the interpreter flushed it as for a reduce that adds."""
+    import hlo_mlir
+    import ml_dtypes
+    import numpy as np
+    from hlo_mlir.oracle import run_xla
+
+    text = REDUCE_SIZE_ONE.replace("f32", "bf16")
+    args = [np.array([[1.01019046e-39, -1e-39, 2.0]]).astype(ml_dtypes.bfloat16), np.array([[1, 2, 3]], np.int32)]
+    want = run_xla(text, args)
+    assert want[0].astype(np.float32)[0] != 0
+    got = hlo_mlir.load(text).run(*args, backend=backend)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g).astype(np.float64), np.asarray(w).astype(np.float64))

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from hlo_mlir.diagnostics import HloError
+from hlo_mlir.dialects.traits import reduce_combines_nothing
 from hlo_mlir.interpreter.registry import Context, Kernel, OpView, Value
 from hlo_mlir.types import ArrayType, HloType, TupleType
 
@@ -98,6 +99,9 @@ def _applies(op: OpView) -> bool:
         return op.result_type.element.hlo not in _KEEPS_FOR[opcode]
     if opcode == "compare" and op.attrs.get("type") == "TOTALORDER":  # compares the bits as integers
         return False
+    if opcode == "reduce" and isinstance(op.operand_types[0], ArrayType) and \
+            reduce_combines_nothing(op.operand_types[0].dims, op.attrs.get("dimensions", ())):
+        return False  # XLA:CPU makes it a reshape
     if opcode == "convert":
         src, dst = op.operand_types[0], op.result_type
         if isinstance(src, ArrayType) and isinstance(dst, ArrayType):
