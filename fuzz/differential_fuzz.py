@@ -387,7 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--count", type=int, default=1000, help="random programs to try")
+    p.add_argument("--count", type=int, default=1000, help="random programs to try (indices below it)")
+    p.add_argument("--first", type=int, default=0, help="the first program index (a run split in parts)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--per-module", type=int, default=25, help="programs built into one module")
     p.add_argument("--out", default="diff-findings", help="directory for mismatching modules and inputs")
@@ -399,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_batch(args.seed, args.index, args.count, Path(args.out)), default=str))
         return 0
     start, programs, mismatches, skipped, crashed = time.time(), 0, [], 0, 0
-    for index in range(0, args.count, args.per_module):
+    for index in range(args.first, args.count, args.per_module):
         stats = _batch_in_subprocess(args.seed, index, min(args.per_module, args.count - index), Path(args.out))
         programs += stats["programs"]
         skipped += stats["skipped"]
@@ -408,7 +409,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{programs} programs compared ({skipped} not built: builder rule or kept out, {crashed} in failed modules), "
               f"{len(mismatches)} mismatches, {time.time() - start:.0f} s", file=sys.stderr, flush=True)
     print(json.dumps({"programs": programs, "not_built": skipped, "in_failed_modules": crashed,
-                      "mismatches": len(mismatches), "seed": args.seed, "seconds": round(time.time() - start)}))
+                      "mismatches": len(mismatches), "seed": args.seed, "first": args.first,
+                      "seconds": round(time.time() - start)}))
     return 1 if mismatches else 0
 
 

@@ -184,18 +184,18 @@ def _save(out: Path, finding: dict, seed: int) -> None:
 
 
 def run(count: int, seed: int, out: Path, timeout: float, jobs: int, batch: int, memory_gb: int,
-        context_reuse: int = CONTEXT_REUSE) -> dict:
-    """Fuzz inputs 0..count-1 in worker processes; returns the summary."""
+        context_reuse: int = CONTEXT_REUSE, first: int = 0) -> dict:
+    """Fuzz inputs first..count-1 in worker processes; returns the summary."""
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="hlo-fuzz-", dir=SCRATCH) as scratch:
-        return _run(count, seed, out, Path(scratch), timeout, jobs, batch, memory_gb, context_reuse)
+        return _run(range(first, count), seed, out, Path(scratch), timeout, jobs, batch, memory_gb, context_reuse)
 
 
-def _run(count: int, seed: int, out: Path, scratch: Path, timeout: float, jobs: int, batch: int,
+def _run(inputs: range, seed: int, out: Path, scratch: Path, timeout: float, jobs: int, batch: int,
          memory_gb: int, context_reuse: int) -> dict:
     start = time.time()
     findings: list[dict] = []
-    pending = [(s, min(s + batch, count)) for s in range(0, count, batch)]
+    pending = [(s, min(s + batch, inputs.stop)) for s in range(inputs.start, inputs.stop, batch)]
     running: list[tuple[subprocess.Popen, Path, int, int]] = []
     finished = 0
     while pending or running:
@@ -227,13 +227,14 @@ def _run(count: int, seed: int, out: Path, scratch: Path, timeout: float, jobs: 
     kinds: dict[str, int] = {}
     for f in findings:
         kinds[f["problem"]] = kinds.get(f["problem"], 0) + 1
-    return {"inputs": count, "seed": seed, "failing_inputs": len({f["index"] for f in findings}),
+    return {"inputs": len(inputs), "first": inputs.start, "seed": seed, "failing_inputs": len({f["index"] for f in findings}),
             "failures": kinds, "seconds": round(time.time() - start, 1), "findings": str(out)}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--count", type=int, default=1000, help="inputs to try")
+    p.add_argument("--count", type=int, default=1000, help="inputs to try (indices below it)")
+    p.add_argument("--first", type=int, default=0, help="the first input index (a run split in parts)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="fuzz-findings", help="directory for failing inputs and findings.jsonl")
     p.add_argument("--timeout", type=float, default=20.0,
@@ -253,8 +254,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.context_reuse < 1:
         p.error("--context-reuse must be at least 1")
+    if not 0 <= args.first < args.count:
+        p.error("--first must be at least 0 and below --count")
     summary = run(args.count, args.seed, Path(args.out), args.timeout, args.jobs, args.batch, args.memory_gb,
-                  args.context_reuse)
+                  args.context_reuse, args.first)
     print(json.dumps(summary))
     return 1 if summary["failing_inputs"] else 0
 
