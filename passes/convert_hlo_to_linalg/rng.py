@@ -13,7 +13,7 @@ from hlo_mlir.interpreter import ops_rng
 from hlo_mlir.passes.convert_hlo_to_linalg.core import NARROW_FLOATS, Rewriter, element_mlir_type, rule, scalar_of
 from hlo_mlir.types import ArrayType, ElementType, TupleType
 from mlir import ir
-from mlir.dialects import arith, math, memref, tensor
+from mlir.dialects import arith, func, math, tensor
 
 _ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)
 _M32 = (1 << 32) - 1
@@ -207,9 +207,12 @@ def rng_bit_generator(rw: Rewriter) -> list[ir.Value]:
 
 # ----------------------------------------------------------------------------- rng
 
-# On the memref.global holding an instruction's random state: `ops_rng.Streams` slot kind -> this attribute,
-# whose value is the instruction's identity (`ops_rng.instruction_id`).
-SLOT_ATTRS = {"rng": "hlo.rng_instruction", "state": "hlo.rng_state_instruction"}
+# The random state of the module's rng instructions is one array of u64 words per device, two per slot
+# (`ops_rng.Streams` slot (kind, instruction)): the runtime binds the calling thread's array before a call
+# (`runtime/rng_state.py`) and the code reads and writes it through these support.c functions, so devices
+# running as threads of one process each draw their own streams. The module attribute lists the slots in order.
+SLOTS_ATTR = "hlo.rng_slots"
+LOAD, STORE = "hlo_mlir_rng_load", "hlo_mlir_rng_store"
 
 
 class _MlirArith:
@@ -327,48 +330,48 @@ class _MlirArith:
         return x if ir.IntegerType(t).width == 64 else arith.trunci(t, x)
 
 
-def rng_streams(module: ir.Module) -> list[tuple[str, tuple[str, str]]]:
-    """(global symbol, `ops_rng.Streams` slot (kind, instruction)) of every random-state global of a module."""
-    return _slots(module.body)
+def rng_streams(module: ir.Module) -> list[tuple[str, str]]:
+    """The `ops_rng.Streams` slots (kind, instruction) of a lowered module, in the order of their words."""
+    with module.context:
+        attrs = module.operation.attributes
+        if SLOTS_ATTR not in attrs:
+            return []
+        return [(ir.StringAttr(pair[0]).value, ir.StringAttr(pair[1]).value) for pair in ir.ArrayAttr(attrs[SLOTS_ATTR])]
 
 
-def _slots(block: ir.Block) -> list[tuple[str, tuple[str, str]]]:
-    out = []
-    for op in block.operations:
-        op = op.operation
-        if op.name != "memref.global":
-            continue
-        for kind, attr in SLOT_ATTRS.items():
-            if attr in op.attributes:
-                out.append((ir.StringAttr(op.attributes["sym_name"]).value,
-                            (kind, ir.StringAttr(op.attributes[attr]).value)))
-    return out
+class _State:
+    """The two state words of this instruction's slot `kind`, read and written through support.c (see
+    `SLOTS_ATTR`); every inlined copy of the instruction shares the slot, as the interpreter's one instruction
+    has one state. The slot and the two functions' declarations are added to the module on first use."""
 
+    def __init__(self, rw: Rewriter, kind: str) -> None:
+        self.i64 = ir.IntegerType.get_signless(64)
+        self.rw = rw
+        instruction = ops_rng.instruction_id(rw.op)
+        module = next(iter(rw.conv.funcs.values())).operation.parent
+        slots = list(ir.ArrayAttr(module.attributes[SLOTS_ATTR])) if SLOTS_ATTR in module.attributes else []
+        pairs = [(ir.StringAttr(p[0]).value, ir.StringAttr(p[1]).value) for p in slots]
+        if (kind, instruction) not in pairs:
+            pairs.append((kind, instruction))
+            module.attributes[SLOTS_ATTR] = ir.ArrayAttr.get(
+                [ir.ArrayAttr.get([ir.StringAttr.get(k), ir.StringAttr.get(i)]) for k, i in pairs])
+        if not slots:
+            with ir.InsertionPoint.at_block_begin(module.regions[0].blocks[0]), ir.Location.unknown():
+                func.FuncOp(LOAD, ([self.i64], [self.i64]), visibility="private")
+                func.FuncOp(STORE, ([self.i64, self.i64], []), visibility="private")
+        self.base = 2 * pairs.index((kind, instruction))
 
-def _state_global(rw: Rewriter, kind: str) -> ir.Value:
-    """The public `memref<2xi64>` global of this instruction's random state (`ops_rng.Streams` slot `kind`),
-    declared once per module: every inlined copy of the instruction shares it, as the interpreter's one
-    instruction has one state. The runtime writes it before a call and reads it back after."""
-    instruction = ops_rng.instruction_id(rw.op)
-    block = next(iter(rw.conv.funcs.values())).operation.parent.regions[0].blocks[0]
-    i64 = ir.IntegerType.get_signless(64)
-    t = ir.MemRefType.get([2], i64)
-    found = {slot: symbol for symbol, slot in _slots(block)}
-    name = found.get((kind, instruction))
-    if name is None:
-        name = f"hlo_{'rng' if kind == 'rng' else 'rng_state'}_{len(found)}"
-        with ir.InsertionPoint.at_block_begin(block):
-            g = memref.GlobalOp(name, ir.TypeAttr.get(t), sym_visibility="public",
-                                initial_value=ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([2], i64),
-                                                                             ir.IntegerAttr.get(i64, 0)))
-            g.operation.attributes[SLOT_ATTRS[kind]] = ir.StringAttr.get(instruction)
-    return memref.get_global(t, name)
+    def load(self, word: int) -> ir.Value:
+        return func.CallOp([self.i64], ir.FlatSymbolRefAttr.get(LOAD), [self.rw.constant(self.i64, self.base + word)]).result
+
+    def store(self, word: int, value: ir.Value) -> None:
+        func.CallOp([], ir.FlatSymbolRefAttr.get(STORE), [self.rw.constant(self.i64, self.base + word), value])
 
 
 @rule("rng")
 def rng(rw: Rewriter) -> list[ir.Value]:
     """`ops_rng.draw` for every output element in a parallel linalg.generic: the stream's key and execution
-    count are loaded from its global (the count incremented) before the loop, each element computes the Philox
+    count are loaded from its state words (the count incremented) before the loop, each element computes the Philox
     block its words come from (`ops_rng.element_words`: the 1, 2 or 4 elements sharing a block each compute it,
     no state crosses elements)."""
     t = rw.hlo_result_type()
@@ -380,12 +383,10 @@ def rng(rw: Rewriter) -> list[ir.Value]:
     if rw.scalar:
         raise rw.unsupported("an rng inside a scalar computation")
     ops = _Ops(rw)
-    index = ir.IndexType.get()
-    state = _state_global(rw, "rng")
-    zero, one = arith.constant(index, 0), arith.constant(index, 1)
-    key = memref.load(state, [zero])
-    execution = memref.load(state, [one])
-    memref.store(arith.addi(execution, ops.c64(1)), state, [one])
+    state = _State(rw, "rng")
+    key = state.load(0)
+    execution = state.load(1)
+    state.store(1, arith.addi(execution, ops.c64(1)))
     a, b = scalar_of(rw.operand(0)), scalar_of(rw.operand(1))
     dims = list(t.dims)
     strides = [_prod(tuple(dims[d + 1 :])) for d in range(len(dims))]
@@ -406,18 +407,16 @@ def rng(rw: Rewriter) -> list[ir.Value]:
 
 @rule("rng-get-and-update-state")
 def rng_get_and_update_state(rw: Rewriter) -> list[ir.Value]:
-    """The instruction's state (low, high) from its global, which then advances by `delta` (a 128-bit add)."""
+    """The instruction's state (low, high) from its state words, which then advances by `delta` (a 128-bit add)."""
     t = rw.hlo_result_type()
     if not (isinstance(t, ArrayType) and t.dims == (2,) and t.element.bits == 64 and not t.element.is_float):
         raise rw.unsupported(f"result type {t}")
     ops = _Ops(rw)
-    index = ir.IndexType.get()
-    state = _state_global(rw, "state")
-    at = [arith.constant(index, 0)], [arith.constant(index, 1)]
-    lo, hi = memref.load(state, at[0]), memref.load(state, at[1])
+    state = _State(rw, "state")
+    lo, hi = state.load(0), state.load(1)
     delta = int(rw.attrs.get("delta", 0)) & ((1 << 128) - 1)
     new_lo = arith.addi(lo, ops.c64(delta))
     carry = arith.extui(ops.i64, arith.cmpi(arith.CmpIPredicate.ult, new_lo, lo))
-    memref.store(new_lo, state, at[0])
-    memref.store(arith.addi(arith.addi(hi, ops.c64(delta >> 64)), carry), state, at[1])
+    state.store(0, new_lo)
+    state.store(1, arith.addi(arith.addi(hi, ops.c64(delta >> 64)), carry))
     return [tensor.FromElementsOp(ir.RankedTensorType.get([2], ops.i64), [lo, hi]).result]

@@ -16,7 +16,7 @@ rng-bit-generator is bit-exact with XLA (RngBitGeneratorExpander + lib/prng.cc):
 counter-based Philox stream per instruction and execution, defined once below (`draw`) and computed the
 same, bit for bit, by this kernel and the JIT's native code. rng-get-and-update-state keeps a 128-bit state
 per instruction (in `Streams`, like rng's) starting at XLA CPU's 0x7012395, returned as u64[2] (low, high)
-before adding `delta`; the JIT's native code keeps it in a global of the compiled code.
+before adding `delta`; the JIT's native code keeps it in the state words of the calling device.
 """
 
 from __future__ import annotations
@@ -542,8 +542,8 @@ class Streams:
     instruction (by `instruction_id`) has executed, and each rng-get-and-update-state instruction's 128-bit
     state. Both backends start from the same, so the k-th run of a module draws the same numbers in each.
 
-    The JIT keeps them in two-word globals of the compiled code (`write` before a call, `read` after), one
-    per slot `(kind, instruction)`: kind "rng" holds (Philox key, executions), "state" the state (low, high).
+    The JIT's code keeps them in two u64 words per slot `(kind, instruction)` (`write` before a call, `read`
+    after; `runtime/rng_state.py`): kind "rng" holds (Philox key, executions), "state" the state (low, high).
     """
 
     def __init__(self, seed: int = 0) -> None:
@@ -572,22 +572,22 @@ class Streams:
         self.states[instruction] = (state + delta) & _M128
         return state
 
-    def write(self, slots: Sequence[tuple[tuple[str, str], Any]]) -> None:
-        """Into the compiled code's globals (two u64 words each), before a call."""
-        for (kind, instruction), words in slots:
+    def write(self, slots: Sequence[tuple[str, str]], words: Any) -> None:
+        """Into the compiled code's state words (two u64 per slot, in `slots` order), before a call."""
+        for i, (kind, instruction) in enumerate(slots):
             if kind == "rng":
-                words[0], words[1] = self.key(instruction), self.executions.get(instruction, 0)
+                words[2 * i], words[2 * i + 1] = self.key(instruction), self.executions.get(instruction, 0)
             else:
                 state = self.states.get(instruction, _INITIAL_STATE)
-                words[0], words[1] = state & _M64, state >> 64
+                words[2 * i], words[2 * i + 1] = state & _M64, state >> 64
 
-    def read(self, slots: Sequence[tuple[tuple[str, str], Any]]) -> None:
-        """Back from those globals after the call: the executions and states it left."""
-        for (kind, instruction), words in slots:
+    def read(self, slots: Sequence[tuple[str, str]], words: Any) -> None:
+        """Back from those words after the call: the executions and states it left."""
+        for i, (kind, instruction) in enumerate(slots):
             if kind == "rng":
-                self.executions[instruction] = int(words[1])
+                self.executions[instruction] = int(words[2 * i + 1])
             else:
-                self.states[instruction] = int(words[0]) | int(words[1]) << 64
+                self.states[instruction] = int(words[2 * i]) | int(words[2 * i + 1]) << 64
 
 
 def instruction_id(op: ir.Operation) -> str:

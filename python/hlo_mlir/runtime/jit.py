@@ -13,6 +13,7 @@ copied.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -73,7 +74,7 @@ class Compiled:
     from_cache: bool = False  # loaded from the on-disk cache (no code generation in this process)
     kernels: dict = field(default_factory=dict)  # `k<N>` (kernel call site) -> HLO instruction names (--profile)
     root: str = ""  # the entry's ROOT instruction (named when a result cannot be allocated)
-    rng: list = field(default_factory=list)  # (global symbol, ops_rng.Streams slot) of each random-state global
+    rng: list = field(default_factory=list)  # the ops_rng.Streams slots of the code's random state, in order
     _fn: Any = None
     _free: Any = None
     _fp_enter: Any = None  # support.c's hlo_mlir_fp_enter/exit: the denormal mode around a call
@@ -82,7 +83,7 @@ class Compiled:
     _arg_layouts: list = field(default_factory=list)  # per parameter: (dtype, shape, descriptor, shape, strides)
     _result_layouts: list = field(default_factory=list)  # per result: (storage dtype, shape, elements, dtype)
     _plain: bool = False  # every parameter a plain array (no tuple/token): the fast argument check applies
-    _rng_slots: list = field(default_factory=list)  # (slot, its global's two words)
+    _rng_state: Any = None  # rng_state.RngState: the random state bound around each call
     _rng_own: Any = None  # the streams of calls not given any (seed 0)
 
     def __post_init__(self) -> None:
@@ -109,9 +110,9 @@ class Compiled:
                                          np.dtype(t.element.dtype)))
         if self.rng:
             from hlo_mlir.interpreter.ops_rng import Streams
+            from hlo_mlir.runtime.rng_state import RngState
 
-            self._rng_slots = [(slot, (ctypes.c_uint64 * 2).from_address(self.lib.address(symbol)))
-                               for symbol, slot in self.rng]
+            self._rng_state = RngState(self.lib, self.rng)
             self._rng_own = Streams()
         self._plain = bool(self.signature) and all(isinstance(t, Array) for t in self.signature[1])
 
@@ -180,16 +181,13 @@ class Compiled:
             out = self._result_struct()
             descs = [out] if len(self.results) == 1 else [getattr(out, f"r{i}") for i in range(len(self.results))]
             ptrs = [ctypes.byref(out), *arg_ptrs]
-        streams = (rng or self._rng_own) if self._rng_slots else None
-        if streams is not None:
-            streams.write(self._rng_slots)
-        saved = self._fp_enter(int(flush_denormals))
-        try:
-            self._fn(*ptrs)
-        finally:
-            self._fp_exit(saved)
-        if streams is not None:
-            streams.read(self._rng_slots)
+        bound = self._rng_state.bound(rng or self._rng_own) if self._rng_state else contextlib.nullcontext()
+        with bound:
+            saved = self._fp_enter(int(flush_denormals))
+            try:
+                self._fn(*ptrs)
+            finally:
+                self._fp_exit(saved)
         if self.host_callbacks:
             host.raise_pending()
         # A buffer the compiled code allocated for exactly one result becomes that NumPy array (freed with
@@ -408,10 +406,6 @@ def run(module: Any, args: Sequence[Any], replicas: int = 1, infeed: Any = (), o
     compiled = compile_module(module)
     if replicas == 1 and not mpi and device_args is None and not compiled.host_callbacks:  # nothing calls back
         return compiled(*compiled.flatten_arguments(args), flush_denormals=flush, rng=module_streams(module, "jit"))
-    if compiled.rng and not mpi and (replicas > 1 or len(device_args or ()) > 1):
-        raise HloError(f"jit: '{compiled.rng[0][1][1]}': rng instructions keep their state in globals of the "
-                       "compiled code, which devices running as threads of one process would share: run them under "
-                       "MPI (--mpi, a process per device) or with the interpreter")
 
     def device(dev: Any, dev_args: Sequence[Any]) -> list[np.ndarray]:
         host.bind_replica(dev)

@@ -176,3 +176,14 @@ unsigned hlo_mlir_fp_enter(int flush) {
 }
 
 void hlo_mlir_fp_exit(unsigned saved) { fp_set(saved); }
+
+/* The random state of rng instructions (passes/convert_hlo_to_linalg/rng.py): u64 words the calling thread
+ * bound under the process-wide pthread key `hlo_mlir_rng_key` (runtime/rng_state.py sets both), so devices
+ * running as threads of one process each use their own. A key, not `__thread`: see workers_key above. */
+pthread_key_t hlo_mlir_rng_key; /* an unsigned int (glibc) */
+
+int64_t hlo_mlir_rng_load(int64_t i) { return ((int64_t *)pthread_getspecific(hlo_mlir_rng_key))[i]; }
+
+void hlo_mlir_rng_store(int64_t i, int64_t value) {
+  ((int64_t *)pthread_getspecific(hlo_mlir_rng_key))[i] = value;
+}
