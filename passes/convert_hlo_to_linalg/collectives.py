@@ -7,11 +7,12 @@ a thread of its own with the interpreter's `Services` (or is one device of an MP
 thread. Collectives therefore pair up exactly as in the interpreter, including inside loops; tokens carry
 no data in the compiled code (program order is the order of the calls).
 
-all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute, collective-broadcast and their
-*-start forms are in-place host calls into the same `*_into` functions the interpreter's kernels use:
-they get the compiled code's operand and result buffers themselves, and under MPI the operands are sent
-from and the results received into them, no copy on the way. The *-done forms are the start's result
-(no call). The rest (ragged-all-to-all, feeds, send/recv, ids) runs the interpreter's kernel on copies.
+all-reduce, all-gather, reduce-scatter, all-to-all, ragged-all-to-all, collective-permute,
+collective-broadcast and their *-start forms, and send / send-done / recv / recv-done, are in-place host
+calls into the same `*_into` functions the interpreter's kernels use (ops_collectives, ops_io): they get
+the compiled code's operand and result buffers themselves, and under MPI the operands are sent from and
+the results received into them, no copy on the way. The *-done forms of the collectives are the start's
+result (no call). The rest (collective-reduce, feeds, ids) runs the interpreter's kernel on copies.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 from hlo_mlir.interpreter import ops_collectives as oc
+from hlo_mlir.interpreter import ops_io as io
 from hlo_mlir.passes.convert_hlo_to_linalg.callbacks import (
     device_context,
     host_call,
@@ -35,12 +37,11 @@ INTO: dict[str, Callable[..., None]] = {
     "all-gather": oc.all_gather_into, "all-gather-start": oc.all_gather_into,
     "reduce-scatter": oc.reduce_scatter_into, "all-to-all": oc.all_to_all_into,
     "collective-permute": oc.collective_permute_into, "collective-permute-start": oc.collective_permute_into,
-    "collective-broadcast": oc.collective_broadcast_into,
+    "collective-broadcast": oc.collective_broadcast_into, "ragged-all-to-all": oc.ragged_all_to_all_into,
 }
-FEEDS = ("infeed", "outfeed", "send", "send-done", "recv", "recv-done")
 
 
-@rule("ragged-all-to-all", "collective-reduce", *FEEDS, "replica-id", "partition-id")
+@rule("collective-reduce", "infeed", "outfeed", "replica-id", "partition-id")
 def replica_op(rw: Rewriter) -> list[ir.Value]:
     return interpreter_call(rw)
 
@@ -75,6 +76,35 @@ def collective(rw: Rewriter) -> list[ir.Value]:
 
     inputs = [v for i in range(rw.num_operands) for v in rw.operand_leaves(i)]
     return host_call(rw, run, inputs, in_types, out_types, in_place=True)
+
+
+@rule("send", "send-done", "recv", "recv-done")
+def channel_op(rw: Rewriter) -> list[ir.Value]:
+    """An in-place host call into ops_io's `*_into` function. send's tuple is its operand itself (no copy)
+    and a u32 handle; the send's buffers stay unchanged up to its send-done, which reads them (so under MPI
+    they are sent from in place) when the send-done uses the send's result in the same block; otherwise the
+    send sends copies. recv-done's data buffers are where MPI receives the value."""
+    interp, step = interpreter_step(rw)
+    into = {"send": io.send_into, "send-done": io.send_done_into, "recv": io.recv_into,
+            "recv-done": io.recv_done_into}[rw.opcode]
+    inputs = rw.operand_leaves(0) if rw.opcode != "recv" else []
+    in_types = leaves(rw.hlo_operand_type(0)) if rw.opcode != "recv" else []
+    result_t = rw.hlo_result_type()
+    out_types = leaves(result_t.elements[1]) if rw.opcode == "send" else leaves(result_t)
+    options = {"stable": _done_in_block(rw.op)} if rw.opcode == "send" else {}
+    source = rw.conv.source  # the kernel's OpView reads this module's ops: keep it alive with the JIT cache
+
+    def run(ins: list[np.ndarray], outs: list[np.ndarray], _keep: object = source) -> None:
+        into(step.info, ins, outs, device_context(interp), **options)  # type: ignore[attr-defined]
+
+    results = host_call(rw, run, inputs, in_types, out_types, in_place=True)
+    return inputs + results if rw.opcode == "send" else results
+
+
+def _done_in_block(send: ir.Operation) -> bool:
+    """Whether a send-done in the send's own block takes the send's result (and so reads its buffers)."""
+    return any(use.owner.operation.name == "hlo.send_done" and use.owner.operation.block == send.operation.block
+               for use in send.results[0].uses)
 
 
 @rule("all-reduce-done", "all-gather-done", "collective-permute-done")

@@ -416,30 +416,244 @@ ENTRY e {
 """
 
 
-@pytest.mark.parametrize("backend", ["interpreter", "jit"])
-def test_send_recv_between_processes(tmp_path: Path, backend: str) -> None:
-    """Replica form, pairs {0,1},{1,2}: device 1 receives device 0's [0,0], device 2 device 1's [1,1];
-    devices 0 and 3 are no target and receive zeros (as in one process)."""
-    path = tmp_path / "pipeline.hlo"
-    path.write_text(PIPELINE)
-    proc = _mpiexec(4, str(path), "--backend", backend, "--outputs", str(tmp_path / "out.{rank}.npz"))
-    assert proc.returncode == 0, proc.stderr
-    got = [_npz(tmp_path / f"out.{d}.npz")[0] for d in range(4)]
-    for d, want in enumerate([[0, 0], [0, 0], [1, 1], [0, 0]]):
-        np.testing.assert_array_equal(got[d], want)
+def _pipeline(n: int, form: str, pairs: str) -> str:
+    """PIPELINE on n devices, replicas or partitions, device d sending [d, d] along `pairs`."""
+    text = PIPELINE.replace("replica_count=4", f"replica_count={n}").replace("{{0,1},{1,2}}", pairs)
+    if form == "partition":
+        text = text.replace(f"replica_count={n}", f"num_partitions={n}").replace("replica-id", "partition-id")
+    return text
+
+
+SEND_RECV_CASES = [(2, "replica", "{{0,1}}"), (2, "partition", "{{0,1},{1,0}}"), (4, "replica", "{{0,1},{1,2}}"),
+                   (4, "partition", "{{0,1},{1,2},{2,3}}")]
+
+
+def _received(n: int, pairs: str) -> list[list[float]]:
+    """What device t receives: [s, s] from the source s of its pair, zeros when no pair targets it."""
+    sources = {int(t): int(s) for s, t in re.findall(r"\{(\d+),(\d+)\}", pairs)}
+    return [[sources.get(d, 0)] * 2 for d in range(n)]
 
 
 @pytest.mark.parametrize("backend", ["interpreter", "jit"])
-def test_send_recv_between_partitions(tmp_path: Path, backend: str) -> None:
-    """Partition form (num_partitions=4): the pairs name partitions; device 3 receives partition 2's [2,2]."""
+@pytest.mark.parametrize(("n", "form", "pairs"), SEND_RECV_CASES)
+def test_send_recv_between_processes(tmp_path: Path, backend: str, n: int, form: str, pairs: str) -> None:
+    """send/recv by channel under mpiexec -n 2 and -n 4, pairs naming replicas (replica form) or partitions:
+    device t receives its source's [s, s]; devices no pair targets receive zeros, as in one process (the JIT:
+    in-place host calls, the payload sent from the send's buffer and received into recv-done's)."""
+    import hlo_mlir
+
     path = tmp_path / "pipeline.hlo"
-    path.write_text(PIPELINE.replace("replica_count=4", "num_partitions=4").replace("replica-id", "partition-id")
-                    .replace("{{0,1},{1,2}}", "{{0,1},{1,2},{2,3}}"))
-    proc = _mpiexec(4, str(path), "--backend", backend, "--outputs", str(tmp_path / "out.{rank}.npz"))
+    path.write_text(_pipeline(n, form, pairs))
+    proc = _mpiexec(n, str(path), "--backend", backend, "--outputs", str(tmp_path / "out.{rank}.npz"))
     assert proc.returncode == 0, proc.stderr
-    got = [_npz(tmp_path / f"out.{d}.npz")[0] for d in range(4)]
-    for d, want in enumerate([[0, 0], [0, 0], [1, 1], [2, 2]]):
-        np.testing.assert_array_equal(got[d], want)
+    want = _received(n, pairs)
+    for d in range(n):
+        np.testing.assert_array_equal(_npz(tmp_path / f"out.{d}.npz")[0], want[d])
+    in_process = hlo_mlir.load(path).run(replicas=n, backend=backend)
+    assert [o[0].tolist() for o in in_process] == want
+
+
+SWAP_FIRST = """HloModule swap, num_partitions=2
+ENTRY e {
+  x = f32[1024,1024] parameter(0)
+  tok = token[] after-all()
+  send.1 = (f32[1024,1024], u32[], token[]) send(x, tok), channel_id=3, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,0}}"}
+  send-done.1 = token[] send-done(send.1), channel_id=3
+  recv.1 = (f32[1024,1024], u32[], token[]) recv(tok), channel_id=3, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,0}}"}
+  recv-done.1 = (f32[1024,1024], token[]) recv-done(recv.1), channel_id=3
+  ROOT y = f32[1024,1024] get-tuple-element(recv-done.1), index=0
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "jit"])
+def test_send_done_before_recv_swapping_4_mb(tmp_path: Path, backend: str) -> None:
+    """Both devices send 4 MB (more than MPI sends before the receiver asks) and wait in send-done before
+    their recv: a device waiting in send-done takes in what the other sends, so the swap completes (as it
+    does in one process, where a send never waits)."""
+    import hlo_mlir
+
+    x = [np.random.default_rng(d).standard_normal((1024, 1024)).astype(np.float32) for d in range(2)]
+    for d in range(2):
+        np.savez(tmp_path / f"in.{d}.npz", arg0=x[d])
+    path = tmp_path / "swap.hlo"
+    path.write_text(SWAP_FIRST)
+    proc = _mpiexec(2, str(path), "--backend", backend, "--inputs", str(tmp_path / "in.{rank}.npz"), "--outputs",
+                    str(tmp_path / "out.{rank}.npz"))
+    assert proc.returncode == 0, proc.stderr
+    for d in range(2):
+        np.testing.assert_array_equal(_npz(tmp_path / f"out.{d}.npz")[0], x[1 - d])
+    in_process = hlo_mlir.load(SWAP_FIRST).run(replicas=2, device_args=[[x[0]], [x[1]]], backend=backend)
+    for d in range(2):
+        np.testing.assert_array_equal(in_process[d][0], x[1 - d])
+
+
+SEND_BEFORE_COLLECTIVE = """HloModule first, num_partitions=2
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[1024,1024] parameter(0)
+  tok = token[] after-all()
+  send.1 = (f32[1024,1024], u32[], token[]) send(x, tok), channel_id=3, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1}}"}
+  send-done.1 = token[] send-done(send.1), channel_id=3
+  sum = f32[1024,1024] all-reduce(x), channel_id=4, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=add
+  recv.1 = (f32[1024,1024], u32[], token[]) recv(tok), channel_id=3, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1}}"}
+  recv-done.1 = (f32[1024,1024], token[]) recv-done(recv.1), channel_id=3
+  y = f32[1024,1024] get-tuple-element(recv-done.1), index=0
+  ROOT t = (f32[1024,1024], f32[1024,1024]) tuple(y, sum)
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "jit"])
+def test_send_done_while_its_receiver_waits_in_a_collective(tmp_path: Path, backend: str) -> None:
+    """Device 0 sends 4 MB and waits in send-done; device 1 meanwhile waits in an all-reduce for device 0
+    before its recv: a waiting device takes in the values sent to it, so neither waits for the other."""
+    x = [np.random.default_rng(d).standard_normal((1024, 1024)).astype(np.float32) for d in range(2)]
+    for d in range(2):
+        np.savez(tmp_path / f"in.{d}.npz", arg0=x[d])
+    path = tmp_path / "first.hlo"
+    path.write_text(SEND_BEFORE_COLLECTIVE)
+    proc = _mpiexec(2, str(path), "--backend", backend, "--inputs", str(tmp_path / "in.{rank}.npz"), "--outputs",
+                    str(tmp_path / "out.{rank}.npz"), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    got = [_npz(tmp_path / f"out.{d}.npz") for d in range(2)]
+    np.testing.assert_array_equal(got[0][0], np.zeros((1024, 1024), np.float32))
+    np.testing.assert_array_equal(got[1][0], x[0])
+    np.testing.assert_array_equal(got[0][1], got[1][1])
+
+
+SEND_DONE_ELSEWHERE = """HloModule m, num_partitions=2
+finish {
+  s = (f32[2], u32[], token[]) parameter(0)
+  ROOT d = token[] send-done(s), channel_id=1
+}
+ENTRY e {
+  x = f32[2] parameter(0)
+  tok = token[] after-all()
+  recv.1 = (f32[2], u32[], token[]) recv(tok), channel_id=1, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,0}}"}
+  send.1 = (f32[2], u32[], token[]) send(x, tok), channel_id=1, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,0}}"}
+  recv-done.1 = (f32[2], token[]) recv-done(recv.1), channel_id=1
+  send-done.1 = token[] call(send.1), to_apply=finish
+  ROOT y = f32[2] get-tuple-element(recv-done.1), index=0
+}
+"""
+
+
+def test_send_sends_a_copy_when_its_send_done_is_elsewhere(tmp_path: Path) -> None:
+    """The JIT sends from the send's operand buffer only when a send-done in the same block reads it (the
+    buffer then stays unchanged until the bytes left); with the send-done in another computation it sends
+    a copy, and the values still arrive."""
+    import hlo_mlir
+    from hlo_mlir.passes.convert_hlo_to_linalg.collectives import _done_in_block
+
+    def sends(text: str) -> list[bool]:
+        module = hlo_mlir.load(text)
+        with module.context:
+            return [_done_in_block(op.operation) for f in module.mlir.body.operations
+                    for op in f.regions[0].blocks[0].operations if op.operation.name == "hlo.send"]
+
+    assert sends(SEND_DONE_ELSEWHERE) == [False]
+    assert sends(PIPELINE) == [True]
+    for d in range(2):
+        np.savez(tmp_path / f"in.{d}.npz", arg0=np.full(2, 5 + d, np.float32))
+    path = tmp_path / "elsewhere.hlo"
+    path.write_text(SEND_DONE_ELSEWHERE)
+    proc = _mpiexec(2, str(path), "--backend", "jit", "--inputs", str(tmp_path / "in.{rank}.npz"), "--outputs",
+                    str(tmp_path / "out.{rank}.npz"))
+    assert proc.returncode == 0, proc.stderr
+    for d in range(2):
+        np.testing.assert_array_equal(_npz(tmp_path / f"out.{d}.npz")[0], [6 - d, 6 - d])
+
+
+PERMUTE_AS_SEND_RECV = """HloModule permute, num_partitions=COUNT
+ENTRY e {
+  x = f32[4,3] parameter(0)
+  tok = token[] after-all()
+  recv.1 = (f32[4,3], u32[], token[]) recv(tok), channel_id=1, frontend_attributes={_xla_send_recv_source_target_pairs="PAIRS"}
+  send.1 = (f32[4,3], u32[], token[]) send(x, tok), channel_id=1, frontend_attributes={_xla_send_recv_source_target_pairs="PAIRS"}
+  recv-done.1 = (f32[4,3], token[]) recv-done(recv.1), channel_id=1
+  send-done.1 = token[] send-done(send.1), channel_id=1
+  ROOT y = f32[4,3] get-tuple-element(recv-done.1), index=0
+}
+"""
+PERMUTE = """HloModule permute, num_partitions=COUNT
+ENTRY e {
+  x = f32[4,3] parameter(0)
+  ROOT y = f32[4,3] collective-permute(x), channel_id=1, source_target_pairs=PAIRS
+}
+"""
+
+
+@pytest.mark.parametrize(("n", "pairs"), [(2, "{{0,1},{1,0}}"), (4, "{{0,1},{1,2},{2,3}}")])
+def test_send_recv_equals_xla_collective_permute(tmp_path: Path, n: int, pairs: str) -> None:
+    """XLA:CPU runs no send/recv ("not supported by XLA:CPU ThunkEmitter"), but they are how XLA decomposes a
+    collective-permute (the frontend attribute carries its pairs): the JIT's send/recv under mpiexec and in
+    one process give what XLA's collective-permute of the same pairs gives on every device."""
+    import hlo_mlir
+
+    (tmp_path / "permute").mkdir()
+    for d in range(n):
+        np.savez(tmp_path / "permute" / f"in.{d}.npz", arg0=np.random.default_rng(7 + d).standard_normal((4, 3))
+                 .astype(np.float32))
+    xla = tmp_path / "permute.hlo"
+    xla.write_text(PERMUTE.replace("COUNT", str(n)).replace("PAIRS", pairs))
+    proc = subprocess.run([sys.executable, __file__, "oracle", str(n), str(tmp_path), str(xla)], capture_output=True,
+                          text=True, check=False, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    want = [_npz(tmp_path / "permute" / f"xla.{d}.npz") for d in range(n)]
+    ours = tmp_path / "send_recv.hlo"
+    ours.write_text(PERMUTE_AS_SEND_RECV.replace("COUNT", str(n)).replace("PAIRS", pairs))
+    proc = _mpiexec(n, str(ours), "--backend", "jit", "--inputs", str(tmp_path / "permute" / "in.{rank}.npz"),
+                    "--outputs", str(tmp_path / "out.{rank}.npz"))
+    assert proc.returncode == 0, proc.stderr
+    args = [_npz_args(tmp_path / "permute" / f"in.{d}.npz") for d in range(n)]
+    in_process = hlo_mlir.load(ours).run(replicas=n, device_args=args, backend="jit")
+    for d in range(n):
+        np.testing.assert_array_equal(_npz(tmp_path / f"out.{d}.npz")[0], want[d][0])
+        np.testing.assert_array_equal(in_process[d][0], want[d][0])
+
+
+RAGGED = """HloModule ragged, replica_count=2
+ENTRY e {
+  input = f32[4,2] parameter(0)
+  output = f32[4,2] parameter(1)
+  in_off = s32[2] parameter(2)
+  send = s32[2] parameter(3)
+  out_off = s32[2] parameter(4)
+  recv = s32[2] parameter(5)
+  ROOT r = f32[4,2] ragged-all-to-all(input, output, in_off, send, out_off, recv), replica_groups={{0,1}}
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "jit"])
+def test_ragged_all_to_all_between_processes(tmp_path: Path, backend: str) -> None:
+    """Device 0 sends its row 0 to itself (at 0) and rows 1-2 to device 1 (at 0); device 1 sends rows 0-2 to
+    device 0 (at 1) and row 3 to itself (at 2); rows nobody writes keep `output` (-1). XLA:CPU runs no
+    ragged-all-to-all ("not supported by XLA:CPU ThunkEmitter"): the expected rows are the operation
+    semantics', the same as in one process."""
+    import hlo_mlir
+
+    per_device = []
+    for d, (io, ss, oo, rr) in enumerate([([0, 1], [1, 2], [0, 0], [1, 3]), ([0, 3], [3, 1], [1, 2], [2, 1])]):
+        data = np.arange(8, dtype=np.float32).reshape(4, 2) + 10 * d
+        args = [data, np.full((4, 2), -1, np.float32), *(np.array(v, np.int32) for v in (io, ss, oo, rr))]
+        np.savez(tmp_path / f"in.{d}.npz", **{f"arg{i}": a for i, a in enumerate(args)})
+        per_device.append(args)
+    path = tmp_path / "ragged.hlo"
+    path.write_text(RAGGED)
+    proc = _mpiexec(2, str(path), "--backend", backend, "--inputs", str(tmp_path / "in.{rank}.npz"), "--outputs",
+                    str(tmp_path / "out.{rank}.npz"))
+    assert proc.returncode == 0, proc.stderr
+    want = [[[0, 1], [10, 11], [12, 13], [14, 15]], [[2, 3], [4, 5], [16, 17], [-1, -1]]]
+    in_process = hlo_mlir.load(RAGGED).run(replicas=2, device_args=per_device, backend=backend)
+    for d in range(2):
+        np.testing.assert_array_equal(_npz(tmp_path / f"out.{d}.npz")[0], want[d])
+        np.testing.assert_array_equal(in_process[d][0], want[d])
 
 
 BROADCAST = """HloModule broadcast, replica_count=4
@@ -513,7 +727,9 @@ def _oracle(n: int, root: Path, names: list[str]) -> None:
     sharding = NamedSharding(Mesh(np.array(devices), ("d",)), PartitionSpec("d"))
     client = devices[0].client
     for name in names:
-        text = (CORPUS / name).read_text()
+        source = Path(name) if os.path.isabs(name) else CORPUS / name  # a test's own module: by its path
+        name = source.stem if os.path.isabs(name) else name
+        text = source.read_text()
         replicas, partitions = _header(text)
         if partitions > 1:
             text = _manual(text)

@@ -21,7 +21,9 @@ detached child, `_start_watchdog`) that outlives it and, when its process dies i
 device, instruction and the devices it waited for.
 
 Point-to-point messages on COMM_WORLD, by tag: headers, payloads (in posting order), control notes
-(failed / done) and send/recv channel values (a pickled key, shape and type, then the raw array).
+(failed / done) and send/recv channel values (a small pickled note: key, shapes and types; then each
+array's bytes, sent from the send's buffers and received straight into recv-done's when a value is
+taken as it arrives: `channel_send`, `channel_receive`).
 """
 
 from __future__ import annotations
@@ -168,6 +170,7 @@ class _Buffers:
         self.MPI = MPI
         self.made: list[Any] = []
         self.copies: list[tuple[np.ndarray, np.ndarray]] = []
+        self.keep: list[np.ndarray] = []  # contiguous copies sent from: alive until the sends complete
 
     def element(self, dtype: np.dtype) -> Any:
         """The MPI datatype of one element: MPI's own for the C types, else bytes (bf16, f8, ...)."""
@@ -187,6 +190,7 @@ class _Buffers:
             tmp = np.ascontiguousarray(a)
             if receive:
                 self.copies.append((a, tmp))
+            self.keep.append(tmp)
             a = tmp
         dims = [(n, s) for n, s in zip(a.shape, a.strides) if n > 1]
         run, stride = 1, a.itemsize  # the contiguous innermost run of elements
@@ -234,8 +238,9 @@ class MpiServices:
         self.infeed = _Local(deque(queue))
         self.outfeed = _Local([])
         self.channels: dict[Any, deque] = {}
-        self.pending: dict[Any, Any] = {}  # recv handles (see ops_io)
-        self.sends: list[Any] = []  # channel sends not known to be complete
+        self.pending: dict[Any, Any] = {}  # send and recv handles (see ops_io)
+        self.sends: list[Any] = []  # (what a channel send reads, its requests): not known to be complete
+        self.draining = False  # `_drain` is receiving
 
     def device_info(self) -> Device:
         r, p = divmod(self.device, self.partitions)
@@ -384,6 +389,7 @@ class MpiServices:
         while not self.MPI.Request.Testall(requests):
             now = time.monotonic()
             self._control(key)
+            self._drain()
             gone = sorted(p for p in peers if _STATE["done"][p])
             if gone:
                 finished_at = finished_at or now
@@ -418,55 +424,112 @@ class MpiServices:
             _STATE["done"][device] += 1
 
     # -- send / recv -----------------------------------------------------------------------------
-    def channel_put(self, key: Any, value: Any) -> None:
-        """Send `value` (an array or a tuple of them, which must stay unchanged until the run's end) on
-        channel `key` = (channel id, source, target): a small pickled note (key, shapes, types), then the
-        arrays' own bytes."""
-        target = key[2]
-        if target == self.device:
-            self.channels.setdefault(key, deque()).append(value)
-            return
-        arrays = [np.ascontiguousarray(a) for a in (value if isinstance(value, tuple) else (value,))]
-        note = pickle.dumps((key, isinstance(value, tuple), [(a.shape, a.dtype.name) for a in arrays]))
-        self.sends.append(((note, arrays), self.comm.Isend([note, self.MPI.BYTE], dest=target, tag=TAG_CHANNEL)))
+    def channel_send(self, key: Any, arrays: list[np.ndarray], copy: bool) -> list[Any]:
+        """Send `arrays` (one value's leaves) on channel `key` = (channel id, source, target): a small pickled
+        note (key, shapes, types), then each array's own bytes straight from its memory (any strides), which
+        must stay unchanged until the returned requests complete (`channel_wait`); with `copy` from copies.
+        A value this device sends to itself is queued as a copy (no requests)."""
+        if key[2] == self.device:
+            self.channels.setdefault(key, deque()).append([np.array(a, copy=True) for a in arrays])
+            return []
+        if copy:
+            arrays = [np.array(a, copy=True) for a in arrays]
+        note = pickle.dumps((key, [(a.shape, a.dtype.name) for a in arrays]))
         buffers = _Buffers(self.MPI)
-        self.sends += [(a, self.comm.Isend(buffers.of(a, False), dest=target, tag=TAG_CHANNEL_DATA))
-                       for a in arrays if a.size]
+        requests = [self.comm.Isend([note, self.MPI.BYTE], dest=key[2], tag=TAG_CHANNEL)]
+        requests += [self.comm.Isend(buffers.of(a, False), dest=key[2], tag=TAG_CHANNEL_DATA)
+                     for a in arrays if a.size]
         buffers.free()
+        self.sends.append(((note, arrays, buffers.keep), requests))
+        return requests
 
-    def _channel_receive(self, source: int, size: int) -> None:
-        """Take one channel value (note, then arrays) from `source` into its queue."""
+    def channel_wait(self, requests: list[Any], channel: int, target: int) -> None:
+        """Until `requests` (a `channel_send` to `target`) complete: the target takes the value in at its
+        recv-done or in any wait of its own (`_drain`), so a send never waits for its receiver's program."""
+        where = (f"send-done on channel {channel}",)
+        start = time.monotonic()
+        finished_at: float | None = None
+        try:
+            while not self.MPI.Request.Testall(requests):
+                self._drain()
+                _watch(self._killed(where, [target]))
+                self._control(where)
+                now = time.monotonic()
+                if _STATE["done"][target]:
+                    finished_at = finished_at or now
+                    if now - finished_at > 1.0:
+                        raise RendezvousError(f"device {self.device} waits for device {target} to receive what it "
+                                              f"sent on channel {channel}, but it finished")
+                if now - start > self.timeout:
+                    raise RendezvousError(f"device {self.device} waited {self.timeout:g} s for device {target} to "
+                                          f"receive what it sent on channel {channel} (HLO_MLIR_MPI_TIMEOUT)")
+                time.sleep(1e-4)
+        except self.MPI.Exception as e:
+            raise RendezvousError(f"device {self.device} at {where[0]!r}: MPI error: {e}") from None
+        finally:
+            _watch("")
+
+    def _drain(self) -> None:
+        """Take in every channel value that has arrived (into its queue) while this device waits for anything:
+        a sender waiting in send-done for this device to take its value then goes on, whatever this device's
+        program waits for meanwhile (as between threads, where a send never waits)."""
+        if self.draining:  # inside `_channel_receive`'s own wait
+            return
+        self.draining = True
+        try:
+            status = self.MPI.Status()
+            while self.comm.Iprobe(source=self.MPI.ANY_SOURCE, tag=TAG_CHANNEL, status=status):
+                self._channel_receive(status.Get_source(), status.Get_count(self.MPI.BYTE))
+        finally:
+            self.draining = False
+
+    def _channel_receive(self, source: int, size: int, key: Any = None, outs: list[np.ndarray] | None = None) -> bool:
+        """Take the next channel value from `source` (note, then arrays): straight into `outs` when it is
+        the one sent on `key` with exactly their shapes and types (True), else into fresh arrays queued on
+        its channel (False)."""
         note = bytearray(size)
         self.comm.Recv([note, self.MPI.BYTE], source=source, tag=TAG_CHANNEL)
-        key, is_tuple, described = pickle.loads(bytes(note))
-        arrays = [np.empty(shape, np.dtype(dtype)) for shape, dtype in described]
+        sent, described = pickle.loads(bytes(note))
+        direct = (sent == key and outs is not None and len(outs) == len(described)
+                  and all(o.shape == tuple(shape) and o.dtype.name == dtype for o, (shape, dtype) in zip(outs, described)))
+        arrays = outs if direct else [np.empty(shape, np.dtype(dtype)) for shape, dtype in described]
         buffers = _Buffers(self.MPI)
-        for a in arrays:
-            if a.size:
-                self.comm.Recv(buffers.of(a, True), source=source, tag=TAG_CHANNEL_DATA)
-        buffers.free()
-        self.channels.setdefault(key, deque()).append(tuple(arrays) if is_tuple else arrays[0])
+        try:
+            requests = [self.comm.Irecv(buffers.of(a, True), source=source, tag=TAG_CHANNEL_DATA)
+                        for a in arrays if a.size]
+            self._wait(requests, (f"the value sent on channel {sent[0]}",), [self.device, source])
+            buffers.finish()
+        finally:
+            buffers.free()
+        if not direct:
+            self.channels.setdefault(sent, deque()).append(arrays)
+        return direct
 
-    def channel_get(self, key: Any, device: int, source: int) -> Any:
-        """The oldest value sent on `key` (by device `source`), waiting for it to arrive."""
+    def channel_receive(self, key: Any, source: int, outs: list[np.ndarray]) -> list[np.ndarray] | None:
+        """The oldest value sent on `key` by device `source`, waiting for it: None when it arrived straight
+        in `outs`, else its arrays (queued earlier, or of other shapes or types than `outs`)."""
         queue = self.channels.setdefault(key, deque())
-        if not queue and source == device:
+        if not queue and source == self.device:
             raise RendezvousError(f"nothing has been sent on {key!r} (a send must come before its recv-done)")
         start = time.monotonic()
         status = self.MPI.Status()
         where = (f"recv on channel {key[0]}",)
         while not queue:
             if self.comm.Iprobe(source=source, tag=TAG_CHANNEL, status=status):
-                self._channel_receive(source, status.Get_count(self.MPI.BYTE))
+                if self._channel_receive(source, status.Get_count(self.MPI.BYTE), key, outs):
+                    return None
                 continue
+            self._drain()
+            if queue:
+                break
             _watch(self._killed(where, [source]))
             self._control(where)
             if _STATE["done"][source]:
-                raise RendezvousError(f"device {device} waits for device {source} to send on channel {key[0]}, "
-                                      "but it finished")
+                raise RendezvousError(f"device {self.device} waits for device {source} to send on channel "
+                                      f"{key[0]}, but it finished")
             if time.monotonic() - start > self.timeout:
-                raise RendezvousError(f"device {device} waited {self.timeout:g} s for device {source} to send on "
-                                      f"channel {key[0]} (HLO_MLIR_MPI_TIMEOUT)")
+                raise RendezvousError(f"device {self.device} waited {self.timeout:g} s for device {source} to send "
+                                      f"on channel {key[0]} (HLO_MLIR_MPI_TIMEOUT)")
             time.sleep(1e-4)
         _watch("")
         return queue.popleft()
@@ -477,7 +540,7 @@ class MpiServices:
         and wait until every other device is done or failed: then no message is left unreceived."""
         note = pickle.dumps(("done", self.device))
         others = [r for r in range(self.comm.Get_size()) if r != self.device]
-        requests = [req for _, req in self.sends]
+        requests = [req for _, reqs in self.sends for req in reqs]
         requests += [self.comm.Isend([note, self.MPI.BYTE], dest=r, tag=TAG_CONTROL) for r in others]
         failed: set[int] = set()
         start = time.monotonic()
@@ -485,6 +548,7 @@ class MpiServices:
         while not self.MPI.Request.Testall(requests) or any(not _STATE["done"][r] and r not in failed
                                                              for r in others):
             self._control(("the end of the run",), failed)
+            self._drain()
             if time.monotonic() - start > self.timeout:
                 raise HloError(f"device {self.device} finished, but waited {self.timeout:g} s for the others to "
                                "finish (or for values it sent on a channel to be received) (HLO_MLIR_MPI_TIMEOUT)")

@@ -21,13 +21,13 @@ with a channel_id on all-to-all / collective-permute keep meaning what they mean
 were modelled.  The order inside a group is the order of
 concatenation (all-gather, all-to-all), of scattering (reduce-scatter) and of reduction.
 
-Results in place.  all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute and
-collective-broadcast each have a `*_into(op, operands, outs, ctx)` function filling `outs`; the kernels
-here call them with fresh arrays (all-reduce's through `reduce_among`, the same reduction), the JIT with
-its own buffers.  Between processes (`interpreter.mpi`)
-they only say which operand view goes to which device and which result view is filled from which, and
-`MpiServices.transfer` moves the bytes (no gathering of whole values); between threads they compute
-through `exchange` and copy into `outs`.
+Results in place.  all-reduce, all-gather, reduce-scatter, all-to-all, ragged-all-to-all,
+collective-permute and collective-broadcast each have a `*_into(op, operands, outs, ctx)` function
+filling `outs`; the kernels here call them with fresh arrays (all-reduce's through `reduce_among`, the
+same reduction), the JIT with its own buffers.  Between processes (`interpreter.mpi`) they only say
+which operand view goes to which device and which result view is filled from which, and
+`MpiServices.transfer` moves the bytes (no gathering of whole values; ragged-all-to-all first swaps
+its small offsets and sizes); between threads they compute through `exchange` and copy into `outs`.
 """
 
 from __future__ import annotations
@@ -422,32 +422,71 @@ def all_to_all(op: OpView, args: list, ctx: Context) -> Value:
     return _pack(op, outs)
 
 
-@kernel("ragged-all-to-all")
-def ragged_all_to_all(op: OpView, args: list, ctx: Context) -> Value:
-    """Sender s writes input[input_offsets[j] : +send_sizes[j]] (rows along dim 0) into group member
-    j's output at s's output_offsets[j]; rows nobody writes keep the `output` operand's values."""
-    if len(args) != 6:
+def ragged_all_to_all_into(op: OpView, arrays: list[np.ndarray], outs: list[np.ndarray], ctx: Context) -> None:
+    """ragged-all-to-all into `outs[0]`: sender s writes input[input_offsets[j] : +send_sizes[j]] (rows along
+    dim 0) into group member j's output at s's output_offsets[j]; rows nobody writes keep the `output`
+    operand's values.  Between processes the devices first swap their offsets and sizes (small), then each
+    block of rows moves from its input view straight into its result view."""
+    if len(arrays) != 6:
         raise InterpreterError(op, "ragged-all-to-all takes (input, output, input_offsets, send_sizes, "
                                    "output_offsets, recv_sizes)")
-    data, output, in_off, send, out_off, _recv = _arrays(op, args)
+    data, output, in_off, send, out_off, _recv = arrays
     group = my_group(op, ctx)
     me = group.index(device_of(ctx))
     for name, a in (("input_offsets", in_off), ("send_sizes", send), ("output_offsets", out_off)):
         if a.shape != (len(group),):
             raise InterpreterError(op, f"{name} must have one entry per group member ({len(group)}), "
                                        f"got shape {list(a.shape)}")
-    vals = exchange(op, ctx, (data, in_off, send, out_off), group)
-    result = np.array(output, copy=True)
-    for r in group:
-        d, io, ss, oo = vals[r]
-        start, size, dest = int(io[me]), int(ss[me]), int(oo[me])
-        if size <= 0:
-            continue
-        if start < 0 or start + size > d.shape[0] or dest < 0 or dest + size > result.shape[0]:
-            raise InterpreterError(op, f"device {r} sends rows [{start}, {start + size}) to rows "
-                                       f"[{dest}, {dest + size}) of {who(ctx)}: out of bounds")
-        result[dest:dest + size] = d[start:start + size]
-    return result
+    result = outs[0]
+    result[...] = output
+    services = between_processes(ctx)
+    if services is None or len(group) == 1:
+        vals = exchange(op, ctx, (data, in_off, send, out_off), group)
+        blocks = {r: (vals[r][0], vals[r][1][me], vals[r][2][me], vals[r][3][me]) for r in group}
+        for r, (d, start, size, dest) in blocks.items():
+            _check_rows(op, r, group[me], d.shape[0], result.shape[0], int(start), int(size), int(dest))
+            if size > 0:
+                result[int(dest):int(dest) + int(size)] = d[int(start):int(start) + int(size)]
+        return
+    count = services.count(device_of(ctx), op.name)
+    plan = np.concatenate([[data.shape[0], result.shape[0]], in_off, send, out_off]).astype(np.int64)
+    try:
+        plans = services.exchange(_key(op, count), device_of(ctx), plan, group)
+    except RendezvousError as e:
+        raise InterpreterError(op, str(e)) from None
+    n = len(group)
+    sends, receives = [], []
+    for i, r in enumerate(group):  # every device checks every block: all raise the same error, nobody waits
+        rows, starts, sizes, dests = plans[r][0], plans[r][2:2 + n], plans[r][2 + n:2 + 2 * n], plans[r][2 + 2 * n:]
+        for j, p in enumerate(group):
+            start, size, dest = int(starts[j]), int(sizes[j]), int(dests[j])
+            _check_rows(op, r, p, int(rows), int(plans[p][1]), start, size, dest)
+            if size <= 0 or me not in (i, j):
+                continue
+            if i == j:
+                result[dest:dest + size] = data[start:start + size]
+            elif i == me:
+                sends.append((p, data[start:start + size]))
+            else:
+                receives.append((r, result[dest:dest + size]))
+    try:
+        services.transfer(_key(op, count), group, op.opcode, arrays, sends, receives, group)
+    except RendezvousError as e:
+        raise InterpreterError(op, str(e)) from None
+
+
+def _check_rows(op: OpView, sender: int, receiver: int, rows: int, out_rows: int, start: int, size: int,
+                dest: int) -> None:
+    if size > 0 and (start < 0 or start + size > rows or dest < 0 or dest + size > out_rows):
+        raise InterpreterError(op, f"device {sender} sends rows [{start}, {start + size}) to rows "
+                                   f"[{dest}, {dest + size}) of device {receiver}: out of bounds")
+
+
+@kernel("ragged-all-to-all")
+def ragged_all_to_all(op: OpView, args: list, ctx: Context) -> Value:
+    outs = empty_leaves(op.result_type)
+    ragged_all_to_all_into(op, _arrays(op, args), outs, ctx)
+    return outs[0]
 
 
 # -- collective-permute / collective-broadcast -----------------------------------------------------
