@@ -11,7 +11,8 @@ the result is the interpreter's by construction:
   * types the native lowerings of cholesky, triangular-solve and batch norm leave out (`linalg_ops.py`,
     `batch_norm.py`) run the interpreter's kernel too;
   * rare ops without a native lowering: ragged-dot, stochastic-convert;
-  * collectives, feeds, send/recv and replica/partition ids (`collectives.py`).
+  * feeds, collective-reduce and replica/partition ids (`collectives.py`, where the other collectives and
+    send/recv are in-place host calls: `host_call(..., in_place=True)` on the compiled code's buffers).
 """
 
 from __future__ import annotations
