@@ -232,3 +232,27 @@ def test_emit_stablehlo_names_the_instruction_it_cannot_print(tmp_path: Path,
     err = capsys.readouterr().err
     assert re.match(rf"{re.escape(str(path))}:\d+:3: error: custom-call 'custom-call': called computations are not "
                     "printed as StableHLO yet", err), err
+
+
+def test_own_reader_keeps_shardy_shardings(no_xla: None) -> None:
+    """What JAX prints with shardings (even on one device, and for every program drawing random numbers from
+    a key): the `sdy.mesh`, parameter and result shardings and sharding constraints survive into the HLO as
+    XLA's translation keeps them, and the values are XLA's."""
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    sharding = NamedSharding(Mesh(np.array(jax.devices()[:1]), ("x",)), PartitionSpec("x"))
+    f = jax.jit(lambda a: jax.lax.with_sharding_constraint(jnp.sin(a) * 2, sharding), in_shardings=sharding,
+                out_shardings=sharding)
+    x = np.linspace(0, 1, 8, dtype=np.float32)
+    text = f.lower(x).as_text()
+    assert "sdy.mesh @mesh" in text and "sdy.sharding_constraint" in text
+    module = hlo_mlir.load(text)
+    hlo = module.to_hlo()
+    assert hlo.startswith('HloModule jit__lambda, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<["x"=1]>}}')
+    assert r'parameter(0), frontend_attributes={xla.sdy.sharding="#sdy.sharding<@mesh, [{\"x\"}]>"}' in hlo
+    assert 'custom_call_target="Sharding"' in hlo and 'custom_call_target="xla.sdy.FuncResultSharding"' in hlo
+    _assert_close(module.run(x), oracle.run_stablehlo(text, [x]), 1e-6)
+
+    key_text = _lower(lambda k: jax.random.uniform(k, (3,)), jax.random.key(0))
+    key = np.array([0, 42], np.uint32)
+    np.testing.assert_array_equal(hlo_mlir.load(key_text).run(key)[0], oracle.run_stablehlo(key_text, [key])[0])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from hlo_mlir.frontend.stablehlo_ops import common_attrs, emit, ints, quote
-from hlo_mlir.frontend.stablehlo_reader import Op, Writer, hlo_shape
+from hlo_mlir.frontend.stablehlo_reader import Op, Writer, hlo_shape, symbol_name
 
 _API_VERSIONS = {1: "API_VERSION_ORIGINAL", 2: "API_VERSION_STATUS_RETURNING",
                  3: "API_VERSION_STATUS_RETURNING_UNIFIED", 4: "API_VERSION_TYPED_FFI"}
@@ -68,7 +68,7 @@ def custom_call(op: Op, w: Writer) -> list[str]:
 
 def composite(op: Op, w: Writer) -> list[str]:
     name_tok = next((t for t in op.items if t.type == "STRING"), None)
-    callee = op.attrs.get("decomposition", "")[1:].strip('"')
+    callee = symbol_name(op.attrs.get("decomposition", "@"))
     if name_tok is None or callee not in w.functions:
         raise op.unsupported("composite without a name or a decomposition in the module")
     frontend = [f"composite.name={name_tok}"]

@@ -13,7 +13,7 @@ import re
 import struct
 from collections.abc import Callable
 
-from hlo_mlir.frontend.stablehlo_reader import Op, Unsupported, Writer, hlo_shape, value_name
+from hlo_mlir.frontend.stablehlo_reader import Op, Unsupported, Writer, hlo_shape, symbol_name, value_name
 
 Rule = Callable[[Op, Writer], list[str]]
 RULES: dict[str, Rule] = {}
@@ -104,6 +104,8 @@ def emit(op: Op, opcode: str, operands: list[str], attrs: str = "", shapes: list
     if shapes is None:  # without `->` the signature lists the operands' types: the results' are the last
         shapes = [hlo_shape(t) for t in op.types_out[-len(op.results):]]
     suffix = (", " + attrs if attrs else "") + common_attrs(op, known)
+    if not op.results:
+        return [f"{op.base} = () {opcode}({', '.join(operands)}){suffix}"]
     if len(op.results) == 1 and len(shapes) == 1:
         return [f"{op.results[0]} = {shapes[0]} {opcode}({', '.join(operands)}){suffix}"]
     if len(shapes) != len(op.results):
@@ -308,8 +310,7 @@ def _reduce(op: Op, w: Writer) -> list[str]:
 
 @rule("call", "func.call")
 def _call(op: Op, w: Writer) -> list[str]:
-    callee = op.props["callee"] if op.generic else next(str(t) for t in op.items if t.type == "SYMBOL")
-    callee = callee[1:].strip('"')
+    callee = symbol_name(op.props["callee"] if op.generic else next(str(t) for t in op.items if t.type == "SYMBOL"))
     if callee not in w.functions:
         raise op.unsupported(f"call of unknown function @{callee}")
     composite = ", is_composite=true" if op.attrs.get("mhlo.is_composite") == "true" else ""
@@ -526,9 +527,11 @@ def _rng_bit_generator(op: Op, w: Writer) -> list[str]:
 @rule("stablehlo.rng")
 def _rng(op: Op, w: Writer) -> list[str]:
     m = re.search(r"distribution = (UNIFORM|NORMAL)", op.text)
-    if m is None:
+    distribution = _enum(op.props.get("rng_distribution", ">")) if op.generic else m.group(1) if m else ""
+    if distribution not in ("UNIFORM", "NORMAL"):
         raise op.unsupported("rng distribution")
-    return emit(op, "rng", op.operands, f"distribution=rng_{m.group(1).lower()}")
+    # The third operand, the result's shape as a tensor, is HLO's result shape.
+    return emit(op, "rng", op.operands[:2], f"distribution=rng_{distribution.lower()}")
 
 
 @rule("stablehlo.reduce_precision")
@@ -578,6 +581,19 @@ def _tuple(op: Op, w: Writer) -> list[str]:
 def _get_tuple_element(op: Op, w: Writer) -> list[str]:
     index = ints(op.props["index"])[0] if op.generic else ints(op.text.split("[", 1)[1])[0]
     return emit(op, "get-tuple-element", op.operands, f"index={index}")
+
+
+@rule("sdy.sharding_constraint")
+def _sharding_constraint(op: Op, w: Writer) -> list[str]:
+    """A Shardy sharding constraint: the custom call `Sharding` with it as a frontend attribute, as XLA
+    writes it (the identity on one device)."""
+    from hlo_mlir.frontend.stablehlo_reader import per_value
+
+    spec = next((str(t) for t in op.items if t.type == "SHARDING"), None)
+    if spec is None or op.attrs:
+        raise op.unsupported("this form of sharding_constraint")
+    return emit(op, "custom-call", op.operands, 'custom_call_target="Sharding", '
+                f"frontend_attributes={{xla.sdy.sharding={quote(per_value(spec))}}}")
 
 
 @rule("stablehlo.custom_call")

@@ -185,6 +185,8 @@ def collect_op(tree: lark.Tree, source: str) -> Op:
     if generic:  # the attribute dictionary holds the inherent attributes too; the discardable ones stay
         for key in [k for k in attrs if not k.startswith(("mhlo.", "sdy.", "jax."))]:
             props[key] = attrs.pop(key)
+    if not results:  # an op without results (a side-effecting custom call): an HLO instruction of shape ()
+        base = f"effect.{tree.meta.line}.{tree.meta.column}"
     return Op(results, base, name, items, props, attrs, regions, types_in, types_out, tree.meta.line,
               tree.meta.column, reducer_args, generic)
 
@@ -266,9 +268,10 @@ class Writer:
         return self.computation(f"{op.base}.{part}", op.regions[k].args, op.regions[k].ops, op, tuple_result)
 
     def block(self, op_trees: list[lark.Tree], lines: Lines, defined: dict[str, int], comp: str,
-              tuple_result: bool = False) -> None:
+              tuple_result: bool = False, result_attrs: list[dict[str, str]] | None = None) -> None:
         """Append the HLO lines of a function's or region's ops; its return becomes the ROOT (a tuple for
-        several values, or always when `tuple_result`)."""
+        several values, or always when `tuple_result`); a function's `result_attrs` (shardings) wrap the
+        values returned."""
         from hlo_mlir.frontend.stablehlo_ops import instruction
 
         for op_tree in op_trees:
@@ -278,6 +281,13 @@ class Writer:
                 missing = [v for v in values if v not in defined]
                 if missing:
                     raise Unsupported(f"a value from outside the region ({missing[0]})", op.line, op.col)
+                for i, attrs in enumerate(result_attrs or []):
+                    wrapper = _result_wrapper(values[i], self.shapes[values[i]], attrs, op)
+                    if wrapper:
+                        values[i] = f"{values[i]}.result{i}"
+                        defined[values[i]] = len(lines)
+                        self.shapes[values[i]] = self.shapes[values[i].rsplit(".", 1)[0]]
+                        lines.append((f"{values[i]} = {wrapper}", (op.line, op.col)))
                 if len(values) == 1 and not tuple_result:
                     k = defined[values[0]]
                     lines[k] = ("ROOT " + lines[k][0], lines[k][1])
@@ -322,24 +332,60 @@ def free_values(op_trees: list[lark.Tree], source: str) -> list[str]:
     return free
 
 
-# Function argument and result attributes: what each becomes in HLO (None: nothing to keep).
-_ARG_ATTRS = {"mhlo.sharding": "sharding", "jax.result_info": None, "mhlo.layout_mode": None}
+# Function argument and result attributes the reader keeps or may drop (jax.result_info: a name for users).
+_ARG_ATTRS = ("mhlo.sharding", "sdy.sharding", "jax.result_info", "mhlo.layout_mode")
+
+
+def _check_arg_attrs(attrs: dict[str, str], what: str, line: int, col: int) -> None:
+    for key, value in attrs.items():
+        if key not in _ARG_ATTRS or key == "mhlo.layout_mode" and value != '"default"':
+            raise Unsupported(f"{what} attribute {key} = {value}", line, col)
 
 
 def _param_suffix(attrs: dict[str, str], at: lark.Tree) -> str:
-    out = []
-    for key, value in attrs.items():
-        if key not in _ARG_ATTRS:
-            raise Unsupported(f"parameter attribute {key}", at.meta.line, at.meta.column)
-        if key == "mhlo.layout_mode" and value != '"default"':
-            raise Unsupported(f"parameter attribute {key} = {value}", at.meta.line, at.meta.column)
-        if _ARG_ATTRS[key] == "sharding":
-            out.append(f", sharding={_unquote(value)}")
-    return "".join(out)
+    """A parameter's sharding (`sharding=`) and Shardy sharding (a frontend attribute, as XLA keeps it)."""
+    _check_arg_attrs(attrs, "parameter", at.meta.line, at.meta.column)
+    out = ""
+    if "mhlo.sharding" in attrs:
+        out += f", sharding={_unquote(attrs['mhlo.sharding'])}"
+    if "sdy.sharding" in attrs:
+        out += f", frontend_attributes={{xla.sdy.sharding={_quote(attrs['sdy.sharding'])}}}"
+    return out
+
+
+def per_value(sharding: str) -> str:
+    """`#sdy.sharding<@mesh, [...]>` (or its `<@mesh, [...]>` body) as XLA's `#sdy.sharding_per_value<[...]>`."""
+    body = sharding.removeprefix("#sdy.sharding")
+    return f"#sdy.sharding_per_value<[{body}]>"
+
+
+def _result_wrapper(value: str, shape: str, attrs: dict[str, str], at: Op) -> str:
+    """The custom call XLA's translation puts around a function result with a sharding ("" if none)."""
+    _check_arg_attrs(attrs, "result", at.line, at.col)
+    if "sdy.sharding" in attrs:
+        return (f'{shape} custom-call({value}), custom_call_target="xla.sdy.FuncResultSharding", '
+                f"custom_call_has_side_effect=true, frontend_attributes={{xla.sdy.sharding="
+                f"{_quote(per_value(attrs['sdy.sharding']))}}}")
+    if "mhlo.sharding" in attrs:
+        return f'{shape} custom-call({value}), custom_call_target="Sharding", sharding={_unquote(attrs["mhlo.sharding"])}'
+    return ""
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _unquote(value: str) -> str:
     return value[1:-1].replace('\\"', '"') if value.startswith('"') else value
+
+
+def _meshes(module: lark.Tree) -> str:
+    """The module's `sdy.mesh` declarations as XLA's module frontend attribute (`, frontend_attributes=...`)."""
+    meshes = [(str(m.children[1])[1:], str(m.children[3])) for m in module.children
+              if isinstance(m, lark.Tree) and m.data == "mesh"]
+    if not meshes:
+        return ""
+    return ", frontend_attributes={xla.sdy.meshes={" + ", ".join(f"{n} = #sdy.mesh{v}" for n, v in meshes) + "}}"
 
 
 def _module_attrs(module: lark.Tree, source: str) -> None:
@@ -350,9 +396,13 @@ def _module_attrs(module: lark.Tree, source: str) -> None:
                 raise Unsupported(f"module attribute {key} = {value}", entry.meta.line, entry.meta.column)
 
 
+def symbol_name(symbol: str) -> str:
+    """A function's symbol (`@f`, `@"<lambda>"`) as an HLO computation name (characters HLO names lack: `_`)."""
+    return re.sub(r"[^\w.-]", "_", symbol[1:].strip('"'))
+
+
 def _symbol(func: lark.Tree) -> str:
-    """A function's name (`@f` or `@"f-g"`) without the `@` and quotes."""
-    return next(str(c) for c in func.children if isinstance(c, lark.Token) and c.type == "SYMBOL")[1:].strip('"')
+    return symbol_name(next(str(c) for c in func.children if isinstance(c, lark.Token) and c.type == "SYMBOL"))
 
 
 def stablehlo_to_hlo_text(text: str, filename: str) -> tuple[str, dict[int, tuple[int, int]]]:
@@ -383,7 +433,11 @@ def stablehlo_to_hlo_text(text: str, filename: str) -> tuple[str, dict[int, tupl
             w.shapes[pname] = hlo_shape(arg_type)
             lines.append((f"{pname} = {hlo_shape(arg_type)} parameter({i}){_param_suffix(attrs, arg)}",
                           (arg.meta.line, arg.meta.column)))
-        w.block([c for c in f.children if isinstance(c, lark.Tree) and c.data == "op"], lines, defined, sym)
+        results = next((c for c in f.children if isinstance(c, lark.Tree) and c.data == "results"), None)
+        result_attrs = [next((parse_dict(d, text) for d in r.children if isinstance(d, lark.Tree)), {})
+                        for r in (results.children if results is not None else []) if isinstance(r, lark.Tree)]
+        w.block([c for c in f.children if isinstance(c, lark.Tree) and c.data == "op"], lines, defined, sym,
+                result_attrs=result_attrs)
         is_entry = public and sym == "main"
         comp = [(f"{'ENTRY ' if is_entry else ''}{sym} {{", None), *[("  " + t, pos) for t, pos in lines], ("}", None)]
         if is_entry:
@@ -392,7 +446,7 @@ def stablehlo_to_hlo_text(text: str, filename: str) -> tuple[str, dict[int, tupl
             w.computations.append(comp)
     if not entry:
         raise Unsupported("a module without a public @main function")
-    out = [f"HloModule {module_name}", ""]
+    out = [f"HloModule {module_name}{_meshes(module)}", ""]
     positions: dict[int, tuple[int, int]] = {}
     for comp in [*w.computations, entry]:
         for line, pos in comp:
