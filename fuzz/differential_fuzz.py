@@ -102,7 +102,7 @@ class _Program:
         self.b, self.rng, self.exact = b, rng, True
         self.zero_sign = True  # False: +0 and -0 count as equal (see KNOWN)
         self.params: list[Any] = []
-        self.next_param = first_param
+        self.first_param = self.next_param = first_param
         self.ops: list[str] = []
 
     def param(self, et: str, dims: list[int]) -> Any:
@@ -354,10 +354,19 @@ def run_batch(seed: int, index: int, count: int, out: Path) -> dict:
         for other in ("interpreter", "jit"):
             why = compare(outcomes[other][k], outcomes["xla"][k], q.exact, et, q.zero_sign)
             if why is not None:
-                finding = {"index": q.index, "ops": q.ops, "backend": other, "exact": q.exact, "why": why}
+                finding = {"index": q.index, "ops": q.ops, "backend": other, "exact": q.exact, "why": why,
+                           "subnormal_inputs": any(_has_subnormals(a) for a in args[q.first_param:q.next_param])}
                 stats["mismatches"].append(finding)
                 _save(out, f"{seed}-{q.index}-{other}", text, args, finding)
     return stats
+
+
+def _has_subnormals(a: np.ndarray) -> bool:
+    """Whether a float input holds subnormals (most divergences left are how XLA:CPU treats those)."""
+    if a.dtype.kind != "f" and "float" not in a.dtype.name:
+        return False
+    x = np.abs(a.astype(np.float64))
+    return bool(((x > 0) & (x < np.finfo(np.float64 if a.dtype.itemsize == 8 else np.float32).tiny)).any())
 
 
 def _save(out: Path, name: str, text: str, args: list, finding: dict) -> None:
