@@ -3,11 +3,14 @@ one binary op of its parameters, `traits.reducer_kind`); only single-operand red
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 from mlir import ir
 
 from hlo_mlir.attr_types import Window
 from hlo_mlir.dialects import edit, opcode_of, traits
+from hlo_mlir.frontend.literals import array_to_attr
 from hlo_mlir.types import ArrayType, TupleType
 
 from .core import Ctx, array, attrs, default_layout, producer, rule, same_type, splat
@@ -89,21 +92,6 @@ def reduce_of_broadcast(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
                         {"dimensions": tuple(range(src.rank))}, mlir_attrs={"to_apply": op.attributes["to_apply"]})
         return ctx.new(op, "broadcast", [whole], out, {"dimensions": ()})
     return None
-
-
-@rule("reduce")
-def reduce_sum_of_constant_broadcast(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
-    """An integer sum of a splat constant c over n elements -> init + n*c (exact modulo 2^n)."""
-    out, src = array(op.results[0]), array(op.operands[0])
-    c = splat(op.operands[0])
-    if len(op.operands) != 2 or out is None or src is None or c is None or ctx.reducer(op) != "add":
-        return None
-    if not out.element.is_integer or producer(op.operands[0], "broadcast") is None:
-        return None
-    n = int(np.prod([src.dims[d] for d in attrs(op)["dimensions"]], dtype=np.int64))
-    total = ctx.filled(op, np.array(c, dtype=out.dtype) * np.array(n).astype(out.dtype))
-    init = ctx.new(op, "broadcast", [op.operands[1]], out, {"dimensions": ()}) if out.rank else op.operands[1]
-    return ctx.new(op, "add", [init, total], out)
 
 
 @rule("reduce-window")
@@ -324,3 +312,156 @@ def reduce_of_concatenate(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     for part in parts[1:]:
         total = ctx.new(op, reducer, [total, part], out)
     return total
+
+
+@rule("slice")
+def slice_of_reduce_window(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """slice(reduce-window(x)) taking, in every windowed dim, one element whose window spans the whole dim
+    (a running sum's last element) -> a reduce of x over those dims (other dims: unit windows, the slice
+    moved onto x). Both combine the same elements with init once (window padding is skipped)."""
+    rw = producer(op.operands[0], "reduce-window")
+    if rw is None or len(rw.operands) != 2 or not default_layout(op, rw) or len(list(rw.results[0].uses)) != 1:
+        return None
+    w = attrs(rw).get("window")
+    src, out = array(rw.operands[0]), array(op.results[0])
+    if w is None or src is None or out is None or any(w.reversal):
+        return None
+    if any(k != 1 for k in (*w.lhs_dilate, *w.rhs_dilate)):
+        return None
+    moved, reduced = [], []
+    for d, ((s, e, st), n) in enumerate(zip(attrs(op)["slice"], src.dims)):
+        if w.size[d] == 1 and w.stride[d] == 1 and w.pad_low[d] == 0 and w.pad_high[d] == 0:
+            moved.append((s, e, st))
+            continue
+        first = s * w.stride[d] - w.pad_low[d]
+        if out.dims[d] != 1 or first > 0 or first + w.size[d] < n:
+            return None
+        moved.append((0, n, 1))
+        reduced.append(d)
+    if not reduced:
+        return None
+    part_t = ArrayType(src.element, tuple(e if d in reduced else o for d, (e, o) in enumerate(zip(src.dims, out.dims))))
+    part = rw.operands[0] if part_t == src else ctx.new(op, "slice", [rw.operands[0]], part_t, {"slice": tuple(moved)})
+    kept = ArrayType(out.element, tuple(n for d, n in enumerate(out.dims) if d not in reduced))
+    total = ctx.new(op, "reduce", [part, rw.operands[1]], kept, {"dimensions": tuple(reduced)},
+                    mlir_attrs={"to_apply": rw.attributes["to_apply"]})
+    return ctx.new(op, "reshape", [total], out)
+
+
+# Sums of a constant are rewritten only over at most this many elements (each multiple is checked).
+_MAX_MULTIPLES = 1 << 16
+
+
+def _splat_through(value: ir.Value) -> np.ndarray | None:
+    """The one value of `value`'s elements (a 0-d array of its dtype) when it is a splat constant seen
+    through broadcasts, reshapes and converts that keep the value exactly."""
+    chain = []
+    op = producer(value)
+    while op is not None and opcode_of(op) in ("broadcast", "reshape", "convert") and default_layout(op):
+        chain.append(op)
+        op = producer(op.operands[0])
+    base = splat(op.results[0]) if op is not None and opcode_of(op) == "constant" else None
+    if base is None:
+        return None
+    t = array(op.results[0])  # type: ignore[union-attr]
+    assert t is not None
+    v = np.array(base, dtype=t.dtype)
+    for c in reversed(chain):
+        out = array(c.results[0])
+        if out is None or out.element.is_complex:
+            return None
+        w = v.astype(out.dtype)
+        if not np.array_equal(w.astype(v.dtype), v, equal_nan=False):
+            return None
+        v = w
+    return v
+
+
+def _exact_sums(c: np.ndarray, init: np.ndarray, n: int) -> bool:
+    """Every j*c and init + j*c (0 <= j <= n) is a finite value of c's float type: then each partial sum of
+    n copies of c and init, in any order, is exact, and all orders give init + n*c."""
+    if n > _MAX_MULTIPLES or not np.isfinite(c.astype(np.float64)) or not np.isfinite(init.astype(np.float64)):
+        return False
+    fc, fi = Fraction(float(c)), Fraction(float(init))
+    for j in range(n + 1):
+        for x in (j * fc, fi + j * fc):
+            r = np.array(float(x), dtype=np.float64).astype(c.dtype)
+            if not np.isfinite(r.astype(np.float64)) or Fraction(float(r)) != x:
+                return False
+    return True
+
+
+def _multiple(c: np.ndarray, init: np.ndarray, j: int) -> object:
+    """init + j*c in c's type: exact for floats that passed `_exact_sums`, modulo 2^n for integers."""
+    if c.dtype.kind == "f" or c.dtype.name.startswith(("bfloat", "float")):
+        return np.array(float(Fraction(float(init)) + j * Fraction(float(c))), dtype=np.float64).astype(c.dtype)
+    return (init.astype(np.int64) + np.int64(j) * c.astype(np.int64)).astype(c.dtype)
+
+
+def _summable(ctx: Ctx, op: ir.Operation, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(c, init) for a sum (reduce or reduce-window of add) of a splat constant c with a constant init
+    over at most n elements per result, when every order of the sum gives init + j*c exactly."""
+    out = array(op.results[0])
+    c, init = _splat_through(op.operands[0]), splat(op.operands[1])
+    if len(op.operands) != 2 or out is None or c is None or init is None or ctx.reducer(op) != "add":
+        return None
+    init_v = np.array(init, dtype=out.dtype)
+    if out.element.is_integer:
+        return c, init_v
+    if not out.element.is_float or not _exact_sums(c, init_v, n):
+        return None
+    return c, init_v
+
+
+@rule("reduce")
+def reduce_sum_of_constant(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """A sum of a splat constant c over n elements -> the constant init + n*c: integers always (modulo
+    2^n); floats when every partial sum j*c and init + j*c is exact (so the sum's order does not matter)."""
+    src, out = array(op.operands[0]), array(op.results[0])
+    if src is None or out is None or not (out.element.is_float or out.element.is_integer):
+        return None
+    n = int(np.prod([src.dims[d] for d in attrs(op)["dimensions"]], dtype=np.int64))
+    found = _summable(ctx, op, n)
+    return ctx.filled(op, _multiple(*found, n)) if found is not None else None
+
+
+def _window_counts(w: Window, n: int, out: int, d: int) -> list[int]:
+    """How many operand elements (not padding or dilation holes) the window at each output index of dim d
+    covers."""
+    real = (n - 1) * w.lhs_dilate[d] + 1 if n else 0
+    counts = []
+    for o in range(out):
+        first = o * w.stride[d] - w.pad_low[d]
+        positions = (first + k * w.rhs_dilate[d] for k in range(w.size[d]))
+        counts.append(sum(1 for p in positions if 0 <= p < real and p % w.lhs_dilate[d] == 0))
+    return counts
+
+
+@rule("reduce-window")
+def reduce_window_sum_of_constant(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """A windowed sum of a splat constant c (a running sum of ones, say) whose windows vary along one dim
+    -> a broadcast 1-D constant: init + k*c with k the operand elements in the window at each index
+    (floats: when every j*c and init + j*c is exact, so the order does not matter)."""
+    w = attrs(op).get("window")
+    src, out = array(op.operands[0]), array(op.results[0])
+    if w is None or src is None or out is None or any(w.reversal) or not default_layout(op):
+        return None
+    if len(op.operands) != 2 or out.num_elements == 0 or _splat_through(op.operands[0]) is None:
+        return None
+    if any(m * k > _MAX_MULTIPLES for m, k in zip(out.dims, w.size)):
+        return None
+    counts = [_window_counts(w, n, m, d) for d, (n, m) in enumerate(zip(src.dims, out.dims))]
+    varying = [d for d, k in enumerate(counts) if len(set(k)) > 1]
+    if len(varying) > 1:
+        return None
+    scale = int(np.prod([k[0] for d, k in enumerate(counts) if d not in varying], dtype=np.int64))
+    per_index = [scale * k for k in counts[varying[0]]] if varying else [scale]
+    found = _summable(ctx, op, max(per_index))
+    if found is None:
+        return None
+    values = np.array([_multiple(*found, j) for j in per_index], dtype=out.dtype)
+    if not varying:
+        return ctx.filled(op, values[0])
+    line_t = ArrayType(out.element, (out.dims[varying[0]],))
+    line = ctx.new(op, "constant", [], line_t, mlir_attrs={"value": array_to_attr(values, line_t)})
+    return ctx.new(op, "broadcast", [line], out, {"dimensions": (varying[0],)})
