@@ -256,3 +256,29 @@ def test_own_reader_keeps_shardy_shardings(no_xla: None) -> None:
     key_text = _lower(lambda k: jax.random.uniform(k, (3,)), jax.random.key(0))
     key = np.array([0, 42], np.uint32)
     np.testing.assert_array_equal(hlo_mlir.load(key_text).run(key)[0], oracle.run_stablehlo(key_text, [key])[0])
+
+
+def test_shardings_and_frontend_attributes_survive_the_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Printed as mhlo.sharding / mhlo.frontend_attributes (module, parameter, instruction), read back into
+    the same HLO attributes by our reader, and by XLA's translation too."""
+    path = tmp_path / "m.hlo"
+    path.write_text("""HloModule sharded, frontend_attributes={team="h7"}
+
+ENTRY main {
+  p = f32[4] parameter(0), sharding={replicated}, frontend_attributes={role="x"}
+  a = f32[4] add(p, p), sharding={replicated}, frontend_attributes={note="kept"}
+  ROOT s = f32[4] custom-call(a), custom_call_target="Sharding", sharding={replicated}
+}
+""")
+    monkeypatch.setattr(oracle, "xla_available", lambda: False)
+    assert hlo_opt.main([str(path), "--emit=stablehlo"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith('module @sharded attributes {mhlo.frontend_attributes = {team = "h7"}} {')
+    hlo = hlo_mlir.load(printed).to_hlo()
+    assert hlo.startswith('HloModule sharded, frontend_attributes={team="h7"}')
+    assert 'parameter(0), frontend_attributes={role="x"}, sharding={replicated}' in hlo
+    assert 'frontend_attributes={note="kept"}, sharding={replicated}' in hlo
+    monkeypatch.undo()
+    xla_hlo = oracle.stablehlo_to_hlo(printed)
+    assert 'parameter(0), sharding={replicated}, frontend_attributes={role="x"}' in xla_hlo

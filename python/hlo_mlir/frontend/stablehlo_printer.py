@@ -22,7 +22,7 @@ from typing import Any
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import MODULE_NAME, NAME, SHAPE, opcode_of, source_location
+from hlo_mlir.dialects import MODULE_ATTRS, MODULE_NAME, NAME, SHAPE, opcode_of, source_location
 from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.frontend.stablehlo_reader import tuple_elements
 
@@ -32,6 +32,9 @@ _PASSED = {"sharding": "mhlo.sharding", "frontend_attributes": "mhlo.frontend_at
 # emitter), not what the op computes; control-predecessors: an order among ops, which StableHLO's dataflow
 # leaves to the compiler.
 _IGNORED = frozenset({"metadata", "backend_config", "control-predecessors"})
+# Module attributes that are how XLA compiled or laid out the module, not what it computes.
+_MODULE_IGNORED = frozenset({"entry_computation_layout", "is_scheduled", "allow_spmd_sharding_propagation_to_output",
+                             "allow_spmd_sharding_propagation_to_parameters"})
 
 _CHLO = {"erf": "chlo.erf", "sinh": "chlo.sinh", "cosh": "chlo.cosh", "asin": "chlo.asin", "acos": "chlo.acos",
          "atan": "chlo.atan", "asinh": "chlo.asinh", "acosh": "chlo.acosh", "atanh": "chlo.atanh"}
@@ -644,9 +647,13 @@ def _function(printer: _Printer, fn: ir.Operation, entry: bool) -> list[str]:
     name = ir.StringAttr(fn.attributes["sym_name"]).value
     block = fn.regions[0].blocks[0]
     args = []
+    arg_attrs = list(ir.ArrayAttr(fn.attributes["arg_attrs"])) if "arg_attrs" in fn.attributes else []
     for i, arg in enumerate(block.arguments):
         f.names[arg] = f"%arg{i}"
-        args.append(f"%arg{i}: {_type(arg.type)}")
+        attrs = ir.DictAttr(arg_attrs[i]) if i < len(arg_attrs) else None
+        kept = _kept_attrs(attrs[MODULE_ATTRS], f"parameter {i} of '{name}'") \
+            if attrs is not None and MODULE_ATTRS in attrs else ""
+        args.append(f"%arg{i}: {_type(arg.type)}{' {' + kept + '}' if kept else ''}")
     ops = [o.operation for o in block.operations]
     for op in ops[:-1]:
         _print_op(f, op)
@@ -660,6 +667,20 @@ def _function(printer: _Printer, fn: ir.Operation, entry: bool) -> list[str]:
     visibility = "public" if entry else "private"
     head = f"  func.func {visibility} @{_symbol('main' if entry else name)}({', '.join(args)}) -> {results} {{"
     return [head, *f.lines, "  }"]
+
+
+def _kept_attrs(attr: ir.Attribute, what: str, module: bool = False) -> str:
+    """The HLO attributes of a parameter or the module as StableHLO attributes; the others are an error."""
+    decoded = {a.name: decode_all({a.name: a.attr})[a.name] for a in ir.DictAttr(attr)}
+    out = []
+    for key, value in decoded.items():
+        if key in _PASSED:
+            out.append(f"{_PASSED[key]} = {_passed_value(_PASSED[key], value)}")
+        elif module and key in ("replica_count", "num_partitions"):
+            out.append(f"mhlo.{'num_replicas' if key == 'replica_count' else key} = {value} : i32")
+        elif not (key in _IGNORED or module and key in _MODULE_IGNORED):
+            raise HloError(f"{what}: attribute '{key}' has no StableHLO form here")
+    return ", ".join(out)
 
 
 def _flatten(f: _Function, value: str, t: ir.Type) -> tuple[list[str], list[str]]:
@@ -686,7 +707,8 @@ def to_stablehlo(module: ir.Module) -> str:
     entry = public[0]
     if "main" in printer.signatures and ir.StringAttr(entry.attributes["sym_name"]).value != "main":
         raise HloError("a computation named 'main' that is not the entry: StableHLO's entry function is @main")
-    lines = [f"module @{_symbol(name)} {{"]
+    kept = _kept_attrs(attrs[MODULE_ATTRS], "the module", module=True) if MODULE_ATTRS in attrs else ""
+    lines = [f"module @{_symbol(name)}{' attributes {' + kept + '}' if kept else ''} {{"]
     for fn in funcs:
         if fn is not entry:
             lines += _function(printer, fn, False)

@@ -333,7 +333,7 @@ def free_values(op_trees: list[lark.Tree], source: str) -> list[str]:
 
 
 # Function argument and result attributes the reader keeps or may drop (jax.result_info: a name for users).
-_ARG_ATTRS = ("mhlo.sharding", "sdy.sharding", "jax.result_info", "mhlo.layout_mode")
+_ARG_ATTRS = ("mhlo.sharding", "sdy.sharding", "jax.result_info", "mhlo.layout_mode", "mhlo.frontend_attributes")
 
 
 def _check_arg_attrs(attrs: dict[str, str], what: str, line: int, col: int) -> None:
@@ -348,9 +348,11 @@ def _param_suffix(attrs: dict[str, str], at: lark.Tree) -> str:
     out = ""
     if "mhlo.sharding" in attrs:
         out += f", sharding={_unquote(attrs['mhlo.sharding'])}"
+    frontend = re.findall(r'([\w.]+) = ("(?:[^"\\]|\\.)*")', attrs.get("mhlo.frontend_attributes", ""))
+    frontend = [f"{k}={v}" for k, v in frontend]
     if "sdy.sharding" in attrs:
-        out += f", frontend_attributes={{xla.sdy.sharding={_quote(attrs['sdy.sharding'])}}}"
-    return out
+        frontend.append(f"xla.sdy.sharding={_quote(attrs['sdy.sharding'])}")
+    return out + (f", frontend_attributes={{{','.join(frontend)}}}" if frontend else "")
 
 
 def per_value(sharding: str) -> str:
@@ -379,21 +381,22 @@ def _unquote(value: str) -> str:
     return value[1:-1].replace('\\"', '"') if value.startswith('"') else value
 
 
-def _meshes(module: lark.Tree) -> str:
-    """The module's `sdy.mesh` declarations as XLA's module frontend attribute (`, frontend_attributes=...`)."""
-    meshes = [(str(m.children[1])[1:], str(m.children[3])) for m in module.children
-              if isinstance(m, lark.Tree) and m.data == "mesh"]
-    if not meshes:
-        return ""
-    return ", frontend_attributes={xla.sdy.meshes={" + ", ".join(f"{n} = #sdy.mesh{v}" for n, v in meshes) + "}}"
-
-
-def _module_attrs(module: lark.Tree, source: str) -> None:
+def _module_attrs(module: lark.Tree, source: str) -> str:
+    """The HLO module header's attributes: its frontend attributes, with the `sdy.mesh` declarations as
+    XLA keeps them (`xla.sdy.meshes`); Unsupported for a module attribute not known here."""
+    frontend = []
     for attrs in (c for c in module.children if isinstance(c, lark.Tree) and c.data == "dict"):
         for key, value in parse_dict(attrs, source).items():
-            if key not in ("mhlo.num_partitions", "mhlo.num_replicas") or value != "1 : i32":
+            if key == "mhlo.frontend_attributes":
+                frontend += [f"{k}={v}" for k, v in re.findall(r'([\w.]+) = ("(?:[^"\\]|\\.)*")', value)]
+            elif key not in ("mhlo.num_partitions", "mhlo.num_replicas") or value != "1 : i32":
                 entry = next(e for e in attrs.children if isinstance(e, lark.Tree) and str(e.children[0]) == key)
                 raise Unsupported(f"module attribute {key} = {value}", entry.meta.line, entry.meta.column)
+    meshes = [(str(m.children[1])[1:], str(m.children[3])) for m in module.children
+              if isinstance(m, lark.Tree) and m.data == "mesh"]
+    if meshes:
+        frontend.append("xla.sdy.meshes={" + ", ".join(f"{n} = #sdy.mesh{v}" for n, v in meshes) + "}")
+    return f", frontend_attributes={{{','.join(frontend)}}}" if frontend else ""
 
 
 def symbol_name(symbol: str) -> str:
@@ -415,7 +418,7 @@ def stablehlo_to_hlo_text(text: str, filename: str) -> tuple[str, dict[int, tupl
     module = tree.children[0] if isinstance(tree.children[0], lark.Tree) else tree.children[1]
     name_tok = next((c for c in module.children if isinstance(c, lark.Token) and c.type == "SYMBOL"), None)
     module_name = str(name_tok)[1:].strip('"') if name_tok is not None else "module"
-    _module_attrs(module, text)
+    header = _module_attrs(module, text)
     funcs = [c for c in module.children if isinstance(c, lark.Tree) and c.data == "func"]
     w = Writer(text, {_symbol(f) for f in funcs})
     entry: Lines = []
@@ -446,7 +449,7 @@ def stablehlo_to_hlo_text(text: str, filename: str) -> tuple[str, dict[int, tupl
             w.computations.append(comp)
     if not entry:
         raise Unsupported("a module without a public @main function")
-    out = [f"HloModule {module_name}{_meshes(module)}", ""]
+    out = [f"HloModule {module_name}{header}", ""]
     positions: dict[int, tuple[int, int]] = {}
     for comp in [*w.computations, entry]:
         for line, pos in comp:
