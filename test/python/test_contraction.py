@@ -97,3 +97,30 @@ def test_bf16_is_rounded_each_step() -> None:
     want = run_xla(text, args)
     for backend in ("interpreter", "jit"):
         assert _same(hlo_mlir.load(text).run(*args, backend=backend)[0], want[0]), backend
+
+
+def test_f32_fma_at_f64_ties_and_subnormals() -> None:
+    """The f32 fma rounds a * b + c in f64 first (`contraction._fma32`): inputs where that f64 sum lands on an
+    f32 midpoint though the exact sum does not (c with an odd last bit, a * b half its ulp less a sliver, either
+    sign), and results in f32's subnormal range, are still rounded once, as exact rational arithmetic says."""
+    rng = np.random.default_rng(5)
+    n = 400
+    c = ((rng.integers(1 << 23, 1 << 24, n) | 1) * 2.0 ** rng.integers(-140, 100, n)).astype(np.float32)
+    sign = rng.choice([-1.0, 1.0], n)
+    half_ulp = np.spacing(c).astype(np.float64) / 2
+    a = (half_ulp * (1 + 2.0**-23)).astype(np.float32)
+    b = (sign * rng.choice([1 - 2.0**-23, 1 + 2.0**-23], n)).astype(np.float32)
+    c = np.where(rng.random(n) < 0.5, c, -c).astype(np.float32)
+    tiny = np.finfo(np.float32).tiny
+    sa = (rng.standard_normal(n) * 2.0**-70).astype(np.float32)
+    sb = (rng.standard_normal(n) * 2.0**-60).astype(np.float32)
+    sc = (rng.standard_normal(n) * tiny * rng.choice([1e-3, 0.1, 1, 3], n)).astype(np.float32)
+    a, b, c = np.concatenate([a, sa]), np.concatenate([b, sb]), np.concatenate([c, sc])
+    got = fma(a, b, c, np.float32)
+    ties = 0
+    for x, y, z, r in zip(a, b, c, got):
+        exact = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+        ties += float(exact) != exact and (np.float64(float(exact)).view(np.uint64) & ((1 << 29) - 1)) == 1 << 28
+        want = np.float32(_round_f32(exact))
+        assert r.tobytes() == want.tobytes() or (r == 0 and want == 0), (x, y, z, r, want)
+    assert ties > n // 4  # the inputs do reach f64 sums on f32 midpoints

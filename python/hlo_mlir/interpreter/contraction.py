@@ -55,8 +55,52 @@ def _round_to_odd_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return s
 
 
+_TIE_BITS = np.uint64(1 << 63)  # the 29 f64 mantissa bits an f32 drops, shifted to the top: exactly half
+_TINY_F32 = np.uint64(int(np.float64(np.finfo(np.float32).tiny).view(np.uint64)) << 1)  # 2^-126, no sign bit
+
+
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: Any) -> np.ndarray:
     """a * b + c rounded once to `dtype` (float32 or float64), with IEEE specials as a real FMA gives them."""
+    if dtype == np.float32:
+        return _fma32(a, b, c)
+    return _fma_exact(a, b, c, dtype)
+
+
+def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The f32 fma as s = a * b + c in f64, then rounded to f32, where that is provably the fma.
+
+    The product of two f32 (24-bit significands, exponents in [-149, 127]) has at most 48 significant bits and
+    an exponent in [-298, 255]: it is exact in f64. s is then the exact sum x = a b + c rounded once to f64;
+    a nonzero x is a multiple of 2^-298, so s never underflows and is 0 only when x is. Rounding to nearest
+    is monotonic and every f32 rounding boundary (a midpoint between neighbouring f32 values, also the
+    overflow threshold) is an f64 number m, so x < m implies s <= m and x > m implies s >= m: when s is no
+    boundary, x and s lie between the same two boundaries and round to the same f32 value. The boundaries
+    where f32 keeps 24 bits (|s| >= 2^-126) are exactly the f64 numbers whose 29 low mantissa bits are
+    100...0 (`_TIE_BITS`); below 2^-126 f32's grid is coarser. So s rounded to f32 is the fma unless s has
+    those low bits or 0 < |s| < 2^-126, and even then when s is the exact sum (s - ab == c and s - c == ab:
+    then TwoSum's error term, which is exact, is 0); the rest take the exact path (`_fma_exact`). Sums with
+    few significant bits (sigma z + mu with sigma = 5) often end in those bits, so the exactness check matters.
+    Specials agree too: inf/NaN operands, inf - inf and 0 * inf are the f64 operations' own results, an
+    exact zero keeps IEEE's sign of the sum, and an overflow rounds to inf (or, at the threshold, is checked)."""
+    with np.errstate(all="ignore"):
+        s = np.asarray(np.add(np.multiply(a, b, dtype=np.float64), c, dtype=np.float64))
+        out = s.astype(np.float32)
+        u = s.view(np.uint64) << np.uint64(1)  # without the sign
+        odd = (u << np.uint64(34)) == _TIE_BITS
+        odd |= (u - np.uint64(1)) < (_TINY_F32 - np.uint64(1))  # 0 < |s| < 2^-126 (0 wraps to the top)
+        if not odd.any():
+            return out
+        where = np.nonzero(odd.reshape(-1))[0]
+        x, y, z = (np.broadcast_to(v, s.shape).reshape(-1)[where] for v in (a, b, c))
+        p, t = np.multiply(x, y, dtype=np.float64), s.reshape(-1)[where]
+        inexact = (t - p != z) | (t - z != p)  # both exact iff the sum is (TwoSum's error is then 0)
+        where = where[inexact]
+        out.reshape(-1)[where] = _fma_exact(x[inexact], y[inexact], z[inexact], np.float32)
+    return out
+
+
+def _fma_exact(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: Any) -> np.ndarray:
+    """a * b + c rounded once to `dtype` through error-free transformations and a sum rounded to odd."""
     a64, b64, c64 = (np.asarray(x, np.float64) for x in (a, b, c))
     with np.errstate(all="ignore"):
         if dtype == np.float32:  # the f64 product is exact; round the sum to odd, then once to f32

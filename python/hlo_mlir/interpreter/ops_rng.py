@@ -64,17 +64,47 @@ def threefry2x32(x0: np.ndarray, x1: np.ndarray, key: int) -> tuple[np.ndarray, 
     return x0, x1
 
 
-def philox4x32(c: list[np.ndarray], key: int) -> list[np.ndarray]:
-    """Philox-4x32 with 10 rounds on four uint32 arrays; `key` is a u64 (low word first)."""
-    k0, k1 = key & _M32, key >> 32
-    for _ in range(10):
-        p0 = c[0].astype(np.uint64) * np.uint64(0xD2511F53)
-        p1 = c[2].astype(np.uint64) * np.uint64(0xCD9E8D57)
-        hi0, lo0 = (p0 >> np.uint64(32)).astype(np.uint32), p0.astype(np.uint32)
-        hi1, lo1 = (p1 >> np.uint64(32)).astype(np.uint32), p1.astype(np.uint32)
-        c = [hi1 ^ c[1] ^ _u32(k0), lo1, hi0 ^ c[3] ^ _u32(k1), lo0]
+_PHILOX_MUL = np.array([[0xD2511F53], [0xCD9E8D57]], np.uint64)
+_PHILOX_CHUNK = 1 << 14  # counters per pass: the three (2, chunk) u64 buffers stay in the core's L2 cache
+
+
+def _philox_keys(key: int) -> np.ndarray:
+    """The round keys (k0, k1) of rounds 0..9 as a (10, 2, 1) u64 array."""
+    k0, k1 = key & _M32, (key >> 32) & _M32
+    out = np.empty((10, 2, 1), np.uint64)
+    for r in range(10):
+        out[r, 0, 0], out[r, 1, 0] = k0, k1
         k0, k1 = (k0 + 0x9E3779B9) & _M32, (k1 + 0xBB67AE85) & _M32
-    return c
+    return out
+
+
+def philox4x32(c: list[np.ndarray], key: int) -> list[np.ndarray]:
+    """Philox-4x32 with 10 rounds on four uint32 arrays (broadcast together); `key` is a u64 (low word first).
+
+    Vectorized for speed: the words sit in u64 lanes, (c0, c2) and (c1, c3) each as one (2, n) array, so a
+    round is five whole-array operations (both 32x32->64 products at once, their high halves, the key and
+    the other words xored in, the low halves), over chunks of counters that stay in cache."""
+    shape = np.broadcast_shapes(*(np.shape(x) for x in c))
+    n = int(np.prod(shape, dtype=np.int64))
+    flat = [np.broadcast_to(np.asarray(x, np.uint32), shape).reshape(-1) for x in c]
+    out = np.empty((4, n), np.uint32)
+    keys = _philox_keys(key)
+    width = max(1, min(_PHILOX_CHUNK, n))
+    buffers = [np.empty((2, width), np.uint64) for _ in range(3)]
+    m32, k32 = np.uint64(_M32), np.uint64(32)
+    for lo in range(0, n, width):
+        hi = min(lo + width, n)
+        p, q, prod = (buf[:, : hi - lo] for buf in buffers)  # p: (c0, c2), q: (c1, c3)
+        p[0], p[1], q[0], q[1] = flat[0][lo:hi], flat[2][lo:hi], flat[1][lo:hi], flat[3][lo:hi]
+        for r in range(10):
+            np.multiply(p, _PHILOX_MUL, out=prod)
+            np.right_shift(prod, k32, out=p)  # (hi0, hi1)
+            np.bitwise_xor(q, keys[r], out=q)
+            np.bitwise_xor(p[::-1], q, out=q)  # new (c0, c2) = (hi1 ^ c1 ^ k0, hi0 ^ c3 ^ k1)
+            np.bitwise_and(prod[::-1], m32, out=p)  # new (c1, c3) = (lo1, lo0)
+            p, q = q, p
+        out[0, lo:hi], out[2, lo:hi], out[1, lo:hi], out[3, lo:hi] = p[0], p[1], q[0], q[1]
+    return [w.reshape(shape) for w in out]
 
 
 def _split_u64(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -372,11 +402,13 @@ def element_words(A: Arith, index: Any, execution: Any, key: Any, k: int) -> lis
     return [out]
 
 
-def _all_element_words(A: Arith, n: int, execution: int, key: int, k: int) -> list[np.ndarray]:
-    """`element_words` of elements 0..n-1 at once, each block computed once (NumPy)."""
+def _all_element_words(A: Arith, start: int, n: int, execution: int, key: int, k: int) -> list[np.ndarray]:
+    """`element_words` of elements start..start+n-1 at once (`start` a multiple of 4), each block computed once
+    (NumPy)."""
     per = 4 // k
     blocks = -(-n // per)
-    w = philox_block(A, np.arange(blocks, dtype=np.uint64), np.uint64(execution), key)
+    first = start // per
+    w = philox_block(A, np.arange(first, first + blocks, dtype=np.uint64), np.uint64(execution), key)
     if per == 1:
         return w
     rows = np.stack(w, axis=1).reshape(blocks * per, k)[:n]
@@ -606,7 +638,8 @@ def module_streams(module: Any, backend: str, device: int = 0) -> Streams:
     return module.rng_streams.setdefault((backend, device), Streams(module.rng_seed))
 
 
-_UNBOUND = Streams()  # for an interpreter not started by Module.run (no module to keep the streams on)
+_UNBOUND = Streams()
+_DRAW_CHUNK = 1 << 15  # elements drawn per pass: `draw`'s few dozen temporaries stay in cache  # for an interpreter not started by Module.run (no module to keep the streams on)
 
 
 @kernel("rng")
@@ -622,11 +655,14 @@ def rng(op: OpView, args: list, ctx: Context) -> np.ndarray:
     key, execution = streams.take(instruction_id(op.op))  # type: ignore[attr-defined]
     n = int(np.prod(rt.dims, dtype=np.int64))
     A = _NUMPY if getattr(ctx, "flush_denormals", True) else _NUMPY_IEEE
-    w = _all_element_words(A, n, execution, key, words_per_element(dist, rt.element))
+    k = words_per_element(dist, rt.element)
     a, b = (np.asarray(v) for v in args)
+    out = np.empty(n, rt.dtype)
     with np.errstate(all="ignore"):
-        value = draw(A, dist, rt.element, w, a, b)
-    return np.asarray(value).astype(rt.dtype).reshape(rt.dims)
+        for start in range(0, n, _DRAW_CHUNK):
+            m = min(_DRAW_CHUNK, n - start)
+            out[start : start + m] = draw(A, dist, rt.element, _all_element_words(A, start, m, execution, key, k), a, b)
+    return out.reshape(rt.dims)
 
 
 @kernel("rng-get-and-update-state")
