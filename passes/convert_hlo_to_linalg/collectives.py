@@ -28,7 +28,7 @@ from hlo_mlir.passes.convert_hlo_to_linalg.callbacks import (
     interpreter_call,
     interpreter_step,
 )
-from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, leaves, rule
+from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, element_mlir_type, leaves, rule
 from hlo_mlir.types import TupleType
 from mlir import ir
 
@@ -83,14 +83,18 @@ def channel_op(rw: Rewriter) -> list[ir.Value]:
     """An in-place host call into ops_io's `*_into` function. send's tuple is its operand itself (no copy)
     and a u32 handle; the send's buffers stay unchanged up to its send-done, which reads them (so under MPI
     they are sent from in place) when the send-done uses the send's result in the same block; otherwise the
-    send sends copies. recv-done's data buffers are where MPI receives the value."""
+    send sends copies. recv's tuple is a zero buffer (a fill nothing computes unless the program reads it)
+    and a handle; recv-done takes the handle and its data buffers are where MPI receives the value."""
     interp, step = interpreter_step(rw)
     into = {"send": io.send_into, "send-done": io.send_done_into, "recv": io.recv_into,
             "recv-done": io.recv_done_into}[rw.opcode]
-    inputs = rw.operand_leaves(0) if rw.opcode != "recv" else []
-    in_types = leaves(rw.hlo_operand_type(0)) if rw.opcode != "recv" else []
+    inputs, in_types = [], []
+    if rw.opcode in ("send", "send-done"):
+        inputs, in_types = rw.operand_leaves(0), leaves(rw.hlo_operand_type(0))
+    elif rw.opcode == "recv-done":
+        inputs, in_types = rw.operand_leaves(0)[-1:], leaves(rw.hlo_operand_type(0))[-1:]
     result_t = rw.hlo_result_type()
-    out_types = leaves(result_t.elements[1]) if rw.opcode == "send" else leaves(result_t)
+    out_types = leaves(result_t.elements[1]) if rw.opcode in ("send", "recv") else leaves(result_t)
     options = {"stable": _done_in_block(rw.op)} if rw.opcode == "send" else {}
     source = rw.conv.source  # the kernel's OpView reads this module's ops: keep it alive with the JIT cache
 
@@ -98,7 +102,12 @@ def channel_op(rw: Rewriter) -> list[ir.Value]:
         into(step.info, ins, outs, device_context(interp), **options)  # type: ignore[attr-defined]
 
     results = host_call(rw, run, inputs, in_types, out_types, in_place=True)
-    return inputs + results if rw.opcode == "send" else results
+    if rw.opcode == "send":
+        return inputs + results
+    if rw.opcode == "recv":
+        zeros = [rw.filled(t.dims, rw.constant(element_mlir_type(t.element), 0)) for t in leaves(result_t.elements[0])]
+        return zeros + results
+    return results
 
 
 def _done_in_block(send: ir.Operation) -> bool:

@@ -469,17 +469,19 @@ class MpiServices:
         finally:
             _watch("")
 
-    def _drain(self) -> None:
+    def _drain(self, skip: int | None = None) -> None:
         """Take in every channel value that has arrived (into its queue) while this device waits for anything:
         a sender waiting in send-done for this device to take its value then goes on, whatever this device's
-        program waits for meanwhile (as between threads, where a send never waits)."""
+        program waits for meanwhile (as between threads, where a send never waits). Not from device `skip`,
+        whose value recv-done takes straight into its buffers."""
         if self.draining:  # inside `_channel_receive`'s own wait
             return
         self.draining = True
         try:
             status = self.MPI.Status()
-            while self.comm.Iprobe(source=self.MPI.ANY_SOURCE, tag=TAG_CHANNEL, status=status):
-                self._channel_receive(status.Get_source(), status.Get_count(self.MPI.BYTE))
+            for p in range(self.comm.Get_size()):
+                while p not in (self.device, skip) and self.comm.Iprobe(source=p, tag=TAG_CHANNEL, status=status):
+                    self._channel_receive(p, status.Get_count(self.MPI.BYTE))
         finally:
             self.draining = False
 
@@ -512,6 +514,7 @@ class MpiServices:
         if not queue and source == self.device:
             raise RendezvousError(f"nothing has been sent on {key!r} (a send must come before its recv-done)")
         start = time.monotonic()
+        finished_at: float | None = None
         status = self.MPI.Status()
         where = (f"recv on channel {key[0]}",)
         while not queue:
@@ -519,12 +522,12 @@ class MpiServices:
                 if self._channel_receive(source, status.Get_count(self.MPI.BYTE), key, outs):
                     return None
                 continue
-            self._drain()
-            if queue:
-                break
+            self._drain(skip=source)
             _watch(self._killed(where, [source]))
             self._control(where)
             if _STATE["done"][source]:
+                finished_at = finished_at or time.monotonic()
+            if finished_at is not None and time.monotonic() - finished_at > 1.0:  # what it sent has had time to arrive
                 raise RendezvousError(f"device {self.device} waits for device {source} to send on channel "
                                       f"{key[0]}, but it finished")
             if time.monotonic() - start > self.timeout:

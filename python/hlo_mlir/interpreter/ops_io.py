@@ -200,8 +200,8 @@ def send_done_into(op: OpView, arrays: list[np.ndarray], outs: list[np.ndarray],
 
 
 def recv_into(op: OpView, arrays: list[np.ndarray], outs: list[np.ndarray], ctx: Context) -> None:
-    """recv: `outs` are the buffer leaves (zeros: the data arrives at recv-done) and the u32 context, a
-    handle naming what recv-done collects."""
+    """recv: `outs[0]` gets the u32 context, a handle naming what recv-done collects. (The buffer of recv's
+    tuple is zeros, made by the caller: the data arrives at recv-done.)"""
     services = _services(op, ctx)
     me = device_of(ctx)
     pairs = _peers(op, ctx)[1]
@@ -209,15 +209,12 @@ def recv_into(op: OpView, arrays: list[np.ndarray], outs: list[np.ndarray], ctx:
     source = sources[0] if sources else None
     handle = services.count(me, "\0recv-handle")
     services.pending[(me, handle)] = (op, (_channel(op), source, me), source, _array_types(_elements(op)[0]))
-    for out in outs[:-1]:
-        out[...] = 0
-    outs[-1][...] = handle
+    outs[0][...] = handle
 
 
 def recv_done_into(op: OpView, arrays: list[np.ndarray], outs: list[np.ndarray], ctx: Context) -> None:
     """recv-done: the value sent on the recv's channel into `outs` (the data's leaves), waiting for the
-    sender; zeros when no pair targets this device.  `arrays` are the recv's result leaves, the last its
-    handle.  Between processes the bytes arrive straight in `outs` when the sent arrays have their shapes
+    sender; zeros when no pair targets this device.  `arrays[-1]` is the recv's handle.  Between processes the bytes arrive straight in `outs` when the sent arrays have their shapes
     and types (else they are converted within their kind, as between threads)."""
     services = _services(op, ctx)
     me = device_of(ctx)
@@ -240,7 +237,9 @@ def recv_done_into(op: OpView, arrays: list[np.ndarray], outs: list[np.ndarray],
     if len(value) != len(types):
         raise InterpreterError(op, f"{what}: expected {len(types)} array(s), got {len(value)}")
     for i, (v, t, out) in enumerate(zip(value, types, outs)):
-        out[...] = conform(op, v, t, what if len(types) == 1 else f"{what}[{i}]")
+        if v.shape != out.shape or v.dtype != out.dtype:
+            v = conform(op, v, t, what if len(types) == 1 else f"{what}[{i}]")
+        out[...] = v
 
 
 @kernel("send")
@@ -259,9 +258,9 @@ def send_done(op: OpView, args: list, ctx: Context) -> Value:
 @kernel("recv")
 def recv(op: OpView, args: list, ctx: Context) -> Value:
     data_t, context_t = _elements(op)[:2]
-    outs = empty_leaves(data_t) + [np.zeros((), getattr(context_t, "dtype", np.uint32))]
-    recv_into(op, [], outs, ctx)
-    return (zeros_of(data_t), outs[-1], TOKEN)
+    context = np.zeros((), getattr(context_t, "dtype", np.uint32))
+    recv_into(op, [], [context], ctx)
+    return (zeros_of(data_t), context, TOKEN)
 
 
 @kernel("recv-done")
