@@ -488,6 +488,89 @@ def test_send_done_before_recv_swapping_4_mb(tmp_path: Path, backend: str) -> No
         np.testing.assert_array_equal(in_process[d][0], x[1 - d])
 
 
+SEND_RECV_IN_A_LOOP = """HloModule loop, num_partitions=2
+cond {
+  s = (s32[], f32[3,2]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[3,2]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = f32[3,2] get-tuple-element(s), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  t = f32[2,3] transpose(x), dimensions={1,0}
+  tok = token[] after-all()
+  recv.1 = (f32[2,3], u32[], token[]) recv(tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,0}}"}
+  send.1 = (f32[2,3], u32[], token[]) send(t, tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,0}}"}
+  recv-done.1 = (f32[2,3], token[]) recv-done(recv.1), channel_id=5
+  send-done.1 = token[] send-done(send.1), channel_id=5
+  y = f32[2,3] get-tuple-element(recv-done.1), index=0
+  yt = f32[3,2] transpose(y), dimensions={1,0}
+  ten = f32[] constant(10)
+  tb = f32[3,2] broadcast(ten), dimensions={}
+  z = f32[3,2] add(yt, tb)
+  ROOT r = (s32[], f32[3,2]) tuple(j, z)
+}
+ENTRY e {
+  x = f32[3,2] parameter(0)
+  zero = s32[] constant(0)
+  init = (s32[], f32[3,2]) tuple(zero, x)
+  w = (s32[], f32[3,2]) while(init), condition=cond, body=body
+  ROOT o = f32[3,2] get-tuple-element(w), index=1
+}
+"""
+SEND_RECV_TUPLE = """HloModule tup, replica_count=2
+ENTRY e {
+  x = f32[2,3] parameter(0)
+  rid = u32[] replica-id()
+  c = s32[] convert(rid)
+  v = s32[4] broadcast(c), dimensions={}
+  p = (f32[2,3], s32[4]) tuple(x, v)
+  tok = token[] after-all()
+  recv.1 = ((f32[2,3], s32[4]), u32[], token[]) recv(tok), channel_id=2, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,0}}"}
+  send.1 = ((f32[2,3], s32[4]), u32[], token[]) send(p, tok), channel_id=2, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,0}}"}
+  recv-done.1 = ((f32[2,3], s32[4]), token[]) recv-done(recv.1), channel_id=2
+  send-done.1 = token[] send-done(send.1), channel_id=2
+  ROOT y = (f32[2,3], s32[4]) get-tuple-element(recv-done.1), index=0
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "jit"])
+def test_send_recv_in_a_loop_and_of_a_tuple(tmp_path: Path, backend: str) -> None:
+    """Three swaps inside a while loop (a transposed view sent, a fresh handle per execution), and a tuple
+    payload (its leaves travel as one value): under mpiexec as in one process."""
+    import hlo_mlir
+
+    x = [np.arange(6, dtype=np.float32).reshape(3, 2) + 100 * d for d in range(2)]
+    for d in range(2):
+        np.savez(tmp_path / f"in.{d}.npz", arg0=x[d])
+    want = [x[1] + 30, x[0] + 30]
+    path = tmp_path / "loop.hlo"
+    path.write_text(SEND_RECV_IN_A_LOOP)
+    proc = _mpiexec(2, str(path), "--backend", backend, "--inputs", str(tmp_path / "in.{rank}.npz"), "--outputs",
+                    str(tmp_path / "out.{rank}.npz"))
+    assert proc.returncode == 0, proc.stderr
+    in_process = hlo_mlir.load(SEND_RECV_IN_A_LOOP).run(replicas=2, device_args=[[a] for a in x], backend=backend)
+    for d in range(2):
+        np.testing.assert_array_equal(_npz(tmp_path / f"out.{d}.npz")[0], want[d])
+        np.testing.assert_array_equal(in_process[d][0], want[d])
+    path = tmp_path / "tuple.hlo"
+    path.write_text(SEND_RECV_TUPLE)
+    for d in range(2):
+        np.savez(tmp_path / f"tin.{d}.npz", arg0=x[d].reshape(2, 3))
+    proc = _mpiexec(2, str(path), "--backend", backend, "--inputs", str(tmp_path / "tin.{rank}.npz"), "--outputs",
+                    str(tmp_path / "tuple.{rank}.npz"))
+    assert proc.returncode == 0, proc.stderr
+    for d in range(2):
+        got = _npz(tmp_path / f"tuple.{d}.npz")
+        np.testing.assert_array_equal(got[0], x[1 - d].reshape(2, 3))
+        np.testing.assert_array_equal(got[1], np.full(4, 1 - d, np.int32))
+
+
 SEND_BEFORE_COLLECTIVE = """HloModule first, num_partitions=2
 add {
   a = f32[] parameter(0)
