@@ -553,7 +553,8 @@ class _NumPyArith:
         if not self.flush:
             return x
         x = np.asarray(x)
-        return np.where(np.abs(x) < np.finfo(x.dtype).tiny, np.copysign(np.zeros((), x.dtype), x), x)
+        small = np.abs(x) < np.finfo(x.dtype).tiny
+        return np.where(small, np.copysign(np.zeros((), x.dtype), x), x) if small.any() else x
 
     def to_work(self, x: Any, e: ElementType) -> Any:
         return np.asarray(x).astype(self._DTYPES[work_kind(e)])
