@@ -46,10 +46,13 @@ KNOWN = {
     "dot-zero-sign": "a dot whose products are all -0 gives -0 in XLA (its sum starts from the first product), "
                      "+0 in both backends (they start from +0)",
 }
-# Divergences found and not resolved (reported as mismatches, listed in README "Fuzzing"): subnormal operands
-# of scatter (the interpreter flushes the untouched operand elements, XLA copies them), remainder (XLA keeps a
-# subnormal dividend smaller than the divisor), atan2 of a subnormal y, a sort over bf16 subnormals, XLA
-# rewriting select(compare(x, y), x, y) into maximum (which flushes), f64 power near overflow.
+# Divergences found and not resolved (reported as mismatches, listed in README "Fuzzing"), all how XLA:CPU
+# treats subnormals or zeros where its code generation, not a rule, decides: scatter of subnormal operands,
+# remainder (XLA keeps a subnormal dividend smaller than the divisor), power (XLA reads neither operand as
+# zero: a negative subnormal base or a subnormal non-integer exponent gives NaN), atan2 of a subnormal y,
+# a sort over bf16 subnormals, XLA rewriting select(compare(x, y), x, y) into maximum (which flushes), a
+# bf16 gather XLA turns into a broadcast fusion (which flushes), add(x, iota) where XLA leaves x at some of
+# the iota's zeros (-0 and subnormals stay), f64 power near overflow.
 # XLA cannot read a rank-0 pad (it writes nothing after `padding=`, we write `{}`): XLA runs a copy in its
 # place, the value a pad of a scalar has (there is no dimension to pad).
 RANK0_PAD = re.compile(r"\bpad\((\w+\[\] %[\w.-]+), \w+\[\] %[\w.-]+\), padding=\{\}")
