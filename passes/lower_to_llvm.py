@@ -47,7 +47,8 @@ LLVM = (
     "convert-bufferization-to-memref,convert-complex-to-standard,"
     "convert-math-to-llvm{approximate-log1p=false},convert-math-to-libm,expand-strided-metadata,"
     "lower-affine,convert-vector-to-llvm,convert-complex-to-llvm,finalize-memref-to-llvm,convert-scf-to-cf,"
-    "convert-openmp-to-llvm,convert-to-llvm,reconcile-unrealized-casts,llvm.func(canonicalize{region-simplify=disabled})"
+    "convert-openmp-to-llvm,convert-to-llvm,reconcile-unrealized-casts,"
+    "llvm.func(canonicalize{region-simplify=disabled})"
 )
 
 

@@ -45,45 +45,37 @@ def _is_kernel(op: ir.Operation) -> bool:
     return op.name.startswith("linalg.") and op.name not in ("linalg.yield", "linalg.index")
 
 
-def _defined_inside(value: ir.Value, root: ir.Operation) -> bool:
-    owner = value.owner
-    block_owner = owner.owner if isinstance(owner, ir.Block) else owner
-    op = block_owner.operation if isinstance(block_owner, ir.OpView) else block_owner
-    while op is not None:
-        if op == root:
-            return True
-        parent = op.parent
-        op = parent.operation if parent is not None else None
-    return False
+class _Scan:
+    """One pre-order walk of a loop nest: the values it uses but does not define (`captures`, in first-use
+    order), where it uses them (`uses`: op, operand number, value) and the `line:col` source locations of its
+    ops (no duplicates). Pre-order visits every definition before its uses, so `inside` is complete when
+    consulted. One walk instead of three (captures, locations, remapping): outlining the 5,000-instruction
+    chain 2.3 -> 2.0 s CPU."""
 
+    def __init__(self, root: ir.Operation) -> None:
+        self.captures: list[ir.Value] = []
+        self.uses: list[tuple[ir.Operation, int, ir.Value]] = []
+        self.locations: list[str] = []
+        self.inside: set[ir.Value] = set()
+        self.outside: set[ir.Value] = set()
+        root.walk(self._visit, ir.WalkOrder.PRE_ORDER)
 
-def _captures(root: ir.Operation) -> list[ir.Value]:
-    """Values used inside `root` but defined outside it, in first-use order (no duplicates)."""
-    seen: list[ir.Value] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        for v in op.operands:
-            if v not in seen and not _defined_inside(v, root):
-                seen.append(v)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit)
-    return seen
-
-
-def _source_locations(root: ir.Operation) -> list[str]:
-    """The `line:col` file locations of `root`'s ops, in first-seen order."""
-    names: list[str] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
+    def _visit(self, op: ir.Operation) -> ir.WalkResult:
+        for i, v in enumerate(op.operands):
+            if v not in self.inside:
+                self.uses.append((op, i, v))
+                if v not in self.outside:
+                    self.outside.add(v)
+                    self.captures.append(v)
+        self.inside.update(op.results)
+        for region in op.regions:
+            for block in region.blocks:
+                self.inside.update(block.arguments)
         for _, line, col in source_locations(op.location):
             n = f"{line}:{col}"
-            if n not in names:
-                names.append(n)
+            if n not in self.locations:
+                self.locations.append(n)
         return ir.WalkResult.ADVANCE
-
-    root.walk(visit)
-    return names
 
 
 PROFILE_HOOKS = ("hlo_mlir_prof_enter", "hlo_mlir_prof_exit")
@@ -160,14 +152,16 @@ class _Outliner:
         return ptr
 
     def _outline(self, op: ir.Operation, prefix: str, f: ir.Operation) -> None:
-        captures = _captures(op)
+        scan = _Scan(op)
+        captures = scan.captures
         cloned = [v for v in captures if isinstance(v.owner, ir.OpView) and v.owner.operation.name in _CLONED]
         args = [v for v in captures if v not in cloned]
         descriptors = [descriptor_type(v.type) for v in args]
         site = self.count
         self.count += 1
         name = f"{prefix}_k{site}"
-        locations = ir.ArrayAttr.get([ir.StringAttr.get(n) for n in _source_locations(op)])
+        in_source_order = sorted(scan.locations, key=lambda n: tuple(map(int, n.split(":"))))
+        locations = ir.ArrayAttr.get([ir.StringAttr.get(n) for n in in_source_order])
         with ir.InsertionPoint(f), op.location:
             types = [v.type if d is None else llvm.PointerType.get() for v, d in zip(args, descriptors)]
             kernel = func.FuncOp(name, (types, []))
@@ -197,14 +191,8 @@ class _Outliner:
         call.attributes[SITE_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), site)
         call.attributes[KERNEL_ATTR] = locations
         op.move_before(ret)
-
-        def remap(inner: ir.Operation) -> ir.WalkResult:
-            for i, v in enumerate(inner.operands):
-                if v in mapping:
-                    inner.operands[i] = mapping[v]
-            return ir.WalkResult.ADVANCE
-
-        op.walk(remap)
+        for user, i, v in scan.uses:
+            user.operands[i] = mapping[v]
         # A model repeats its layers: identical kernels are compiled once.
         text = kernel.operation.get_asm(use_local_scope=True, assume_verified=True)
         key = str(kernel.type) + text.split("\n", 1)[1]  # the body, without the name and locations line
