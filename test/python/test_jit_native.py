@@ -352,3 +352,13 @@ def test_a_symbol_nothing_defines_is_an_error_naming_it(tmp_path: Path, capfd: p
     with pytest.raises(HloError, match="nowhere_defined"):
         lib.address("f")
     assert "nowhere_defined" not in capfd.readouterr().err
+
+
+def test_libgcc_is_searched_only_by_modules_calling_it() -> None:
+    """libgcc.a's ORC generator keeps ~1 MiB resident per compiled module: only objects naming one of its
+    symbols (here the f64 -> f16 conversion) get it."""
+    from hlo_mlir.runtime import native
+
+    half = native.build(["define half @f(double %x) {\n  %y = fptrunc double %x to half\n  ret half %y\n}\n"])
+    plain = native.build(["define float @g(float %x) {\n  %y = fadd float %x, %x\n  ret float %y\n}\n"])
+    assert native._needs_libgcc(half) and not native._needs_libgcc(plain)

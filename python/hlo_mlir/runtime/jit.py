@@ -130,8 +130,10 @@ class Compiled:
     def profile(self) -> list[tuple[str, list[str], float, int]]:
         """(kernel call site `k<N>`, its HLO instructions, seconds, calls) for every site called since the last
         `profile()`, slowest first; empty unless compiled with `profile=True`."""
-        ns = (ctypes.c_int64 * _PROFILE_SLOTS).from_address(self.lib.address("hlo_mlir_prof_ns"))
-        calls = (ctypes.c_int64 * _PROFILE_SLOTS).from_address(self.lib.address("hlo_mlir_prof_calls"))
+        counters = [ctypes.c_void_p.from_address(self.lib.address(f"hlo_mlir_prof_{c}")).value for c in ("ns", "calls")]
+        if not all(counters):  # no profiled kernel has run (support.c allocates the counters then)
+            return []
+        ns, calls = ((ctypes.c_int64 * _PROFILE_SLOTS).from_address(c) for c in counters)
         rows = []
         for symbol, instructions in self.kernels.items():
             i = int(symbol[1:])

@@ -424,10 +424,11 @@ class Library:
         self._check(lib.LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
             ctypes.byref(process), lib.LLVMOrcLLJITGetGlobalPrefix(jit), None, None), "search the process")
         lib.LLVMOrcJITDylibAddGenerator(dylib, process)
-        self._check(lib.LLVMOrcCreateStaticLibrarySearchGeneratorForPath(
-            ctypes.byref(builtins), lib.LLVMOrcLLJITGetObjLinkingLayer(jit), _libgcc(_cc()).encode(), None),
-            "read libgcc.a")
-        lib.LLVMOrcJITDylibAddGenerator(dylib, builtins)
+        if _needs_libgcc(objects):  # its generator keeps ~1 MiB of the archive resident per library
+            self._check(lib.LLVMOrcCreateStaticLibrarySearchGeneratorForPath(
+                ctypes.byref(builtins), lib.LLVMOrcLLJITGetObjLinkingLayer(jit), _libgcc(_cc()).encode(), None),
+                "read libgcc.a")
+            lib.LLVMOrcJITDylibAddGenerator(dylib, builtins)
         for obj in [*objects, _support_object(support_dir)]:
             buffer = lib.LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, len(obj), b"object")
             self._check(lib.LLVMOrcLLJITAddObjectFile(jit, dylib, buffer), "add an object")
@@ -458,6 +459,25 @@ class Library:
 
     def function(self, name: str, restype: Any, argtypes: Sequence[Any]) -> Callable[..., Any]:
         return ctypes.CFUNCTYPE(restype, *argtypes)(self.address(name))
+
+
+@functools.cache
+def _libgcc_symbols() -> frozenset[bytes]:
+    """The symbols libgcc.a defines, from its archive index (a big-endian count, as many member offsets, then the
+    names, each ending in a zero byte)."""
+    data = Path(_libgcc(_cc())).read_bytes()
+    if not data.startswith(b"!<arch>\n") or data[8:24].rstrip() != b"/":
+        raise HloError(f"jit: {_libgcc(_cc())} has no archive index")
+    count = int.from_bytes(data[68:72], "big")
+    size = int(data[56:66])
+    return frozenset(data[72 + 4 * count:68 + size].split(b"\0")[:count])
+
+
+def _needs_libgcc(objects: Sequence[bytes]) -> bool:
+    """Whether an object names a libgcc symbol (an f16 conversion, 128-bit division, ...): any zero-terminated
+    string of it that libgcc defines, a superset of the symbols it needs."""
+    names = _libgcc_symbols()
+    return any(not names.isdisjoint(obj.split(b"\0")) for obj in objects)
 
 
 def load(objects: Sequence[bytes], openmp: bool, support_dir: Path) -> Library:

@@ -30,13 +30,27 @@ float __extendbfsf2(_Float16 h) {
   return f;
 }
 
-/* hlo-run --profile: time spent in each kernel (outline_kernels wraps each call in enter/exit). */
+/* hlo-run --profile: time spent in each kernel (outline_kernels wraps each call in enter/exit). The counters
+ * are allocated at the first call of a profiled build (calloc: pages of zeros, touched as used), not static
+ * arrays: the module is linked by JITLink (runtime/native.py), which writes out a module's zero-initialized
+ * data, and 1.5 MiB of counters per compiled module were resident in every process. */
+#include <pthread.h>
+#include <stdlib.h>
 #include <time.h>
 
 #define HLO_MLIR_MAX_KERNELS 65536
-int64_t hlo_mlir_prof_ns[HLO_MLIR_MAX_KERNELS];
-int64_t hlo_mlir_prof_calls[HLO_MLIR_MAX_KERNELS];
-static int64_t started[HLO_MLIR_MAX_KERNELS];
+int64_t *hlo_mlir_prof_ns;    /* per kernel call site: nanoseconds, calls, start of the running call */
+int64_t *hlo_mlir_prof_calls;
+static int64_t *started;
+static pthread_once_t prof_once = PTHREAD_ONCE_INIT;
+
+static void prof_allocate(void) {
+  int64_t *all = calloc(3 * (size_t)HLO_MLIR_MAX_KERNELS, sizeof(int64_t));
+  if (!all) return;
+  started = all + 2 * HLO_MLIR_MAX_KERNELS;
+  hlo_mlir_prof_calls = all + HLO_MLIR_MAX_KERNELS;
+  hlo_mlir_prof_ns = all;
+}
 
 static int64_t now_ns(void) {
   struct timespec ts;
@@ -45,11 +59,12 @@ static int64_t now_ns(void) {
 }
 
 void hlo_mlir_prof_enter(int64_t kernel) {
-  if (kernel >= 0 && kernel < HLO_MLIR_MAX_KERNELS) started[kernel] = now_ns();
+  pthread_once(&prof_once, prof_allocate);
+  if (hlo_mlir_prof_ns && kernel >= 0 && kernel < HLO_MLIR_MAX_KERNELS) started[kernel] = now_ns();
 }
 
 void hlo_mlir_prof_exit(int64_t kernel) {
-  if (kernel < 0 || kernel >= HLO_MLIR_MAX_KERNELS) return;
+  if (!hlo_mlir_prof_ns || kernel < 0 || kernel >= HLO_MLIR_MAX_KERNELS) return;
   hlo_mlir_prof_ns[kernel] += now_ns() - started[kernel];
   hlo_mlir_prof_calls[kernel] += 1;
 }
@@ -58,8 +73,6 @@ void hlo_mlir_prof_exit(int64_t kernel) {
  * hands them back on free, so a while loop allocating a 256 KiB temporary per iteration pays for fresh
  * zeroed pages every time (10x the kernel itself on a VM). Blocks of at least CACHE_MIN bytes are kept
  * on free and handed out again for the same rounded size, as XLA reuses its buffer allocations. */
-#include <pthread.h>
-#include <stdlib.h>
 
 #define HEADER 64 /* keeps the block 64-byte aligned after the size word */
 #define CACHE_MIN (64 * 1024)
