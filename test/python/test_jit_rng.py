@@ -256,6 +256,24 @@ def test_rng_on_device_threads_equals_interpreter_per_device(replicas: int) -> N
     assert not np.array_equal(runs[0], runs[1])
 
 
+def test_rng_state_binding_nests() -> None:
+    """A compiled call made while another's state is bound (a module run from a host callback of another)
+    binds its own words and, returning, binds the enclosing call's again: the enclosing code keeps its
+    stream (read here through support.c's hlo_mlir_rng_load, as its code does)."""
+    import ctypes
+
+    from hlo_mlir.interpreter.ops_rng import Streams
+    from hlo_mlir.runtime.jit import compile_module
+
+    outer = compile_module(hlo_mlir.load(_rng("rng_uniform", "f32", "0", "1", "[4]")))
+    inner = compile_module(hlo_mlir.load(_rng("rng_normal", "f32", "0", "1", "[3]")))
+    load = outer.lib.function("hlo_mlir_rng_load", ctypes.c_uint64, [ctypes.c_int64])
+    streams = Streams(seed=11)
+    with outer._rng_state.bound(streams):
+        inner()
+        assert load(0) == streams.key("e/r") and load(1) == 0
+
+
 TINY = float(np.finfo(np.float32).tiny)
 EDGES = [(-np.inf, np.inf), (np.nan, 1.0), (0.0, np.nan), (-3.4e38, 3.4e38), (-1.0, np.inf), (5.0, 5.0), (-0.0, 0.0),
          (1.0, 1.0000001)]

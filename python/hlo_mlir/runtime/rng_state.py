@@ -20,6 +20,8 @@ from hlo_mlir.diagnostics import HloError
 
 _LIBC = ctypes.CDLL(None)
 _LIBC.pthread_setspecific.argtypes = [ctypes.c_uint, ctypes.c_void_p]
+_LIBC.pthread_getspecific.argtypes = [ctypes.c_uint]
+_LIBC.pthread_getspecific.restype = ctypes.c_void_p
 _LOCK = threading.Lock()
 _KEY: list[int] = []  # the process's key, made on first use
 
@@ -44,12 +46,14 @@ class RngState:
 
     @contextlib.contextmanager
     def bound(self, streams: Any) -> Iterator[None]:
-        """This thread's words from `streams` (an `ops_rng.Streams`) during the call, back into it after."""
+        """This thread's words from `streams` (an `ops_rng.Streams`) during the call, back into it after; an
+        enclosing call's words (a compiled module run from a host callback of another) are bound again."""
         words = (ctypes.c_uint64 * (2 * len(self.slots)))()
         streams.write(self.slots, words)
+        outer = _LIBC.pthread_getspecific(self.key)
         _LIBC.pthread_setspecific(self.key, ctypes.addressof(words))
         try:
             yield
         finally:
-            _LIBC.pthread_setspecific(self.key, None)
+            _LIBC.pthread_setspecific(self.key, outer)
         streams.read(self.slots, words)
