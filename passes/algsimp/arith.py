@@ -588,18 +588,36 @@ def remainder_repeated(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
     return None
 
 
+def _float_not_negative(value: ir.Value, depth: int = 4) -> bool:
+    """A float value no element of which is below zero (NaN aside): abs, a square, a splat of a number
+    >= 0, max with such a value, a select between two such values."""
+    op = producer(value)
+    if op is None or depth == 0:
+        return False
+    kind = opcode_of(op)
+    if kind == "abs" or (kind == "multiply" and op.operands[0] == op.operands[1]):
+        return True
+    c = splat(value)
+    if c is not None:
+        return bool(float(c) >= 0)  # type: ignore[arg-type]
+    if kind == "maximum":
+        return any(_float_not_negative(v, depth - 1) for v in op.operands)
+    if kind == "select":
+        return all(_float_not_negative(v, depth - 1) for v in op.operands[1:])
+    return False
+
+
 @rule("abs")
 def abs_of_non_negative(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
-    """abs(x) -> x where x is never negative: abs(abs y), abs(y * y) for floats (a square is +0 or more,
-    or NaN), unsigned and iota values."""
+    """abs(x) -> x where x is never negative: unsigned and iota values; for floats abs, squares, max with
+    a value >= 0, selects of such values (the sign of zero and of NaN aside, as XLA assumes)."""
     x = op.operands[0]
     t = array(x)
     if t is None or t.element.is_complex:
         return None
     if producer(x, "abs") is not None or _non_negative(x):
         return same_type(op, x)
-    sq = producer(x, "multiply")
-    if sq is not None and sq.operands[0] == sq.operands[1] and t.element.is_float:
+    if t.element.is_float and _float_not_negative(x):
         return same_type(op, x)
     return None
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from mlir import ir
 
-from hlo_mlir.dialects import opcode_of, traits
+from hlo_mlir.dialects import edit, opcode_of, traits
 from hlo_mlir.types import ArrayType
 
 from .core import Ctx, array, attrs, constant_data, default_layout, producer, rule, same_type, splat, with_type
@@ -525,3 +525,22 @@ def dynamic_slice_of_iota_constant(ctx: Ctx, op: ir.Operation) -> ir.Value | Non
         value = ctx.new(op, "multiply", [value, ctx.filled(op, stride, scalar_out)], scalar_out)
     return ctx.new(op, "reshape", [value], out)
 
+
+
+@rule("bitcast")
+def bitcast_of_unary_of_bitcast(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """bitcast(f(bitcast x)) for an elementwise unary f that keeps the element type -> f(bitcast x): one
+    bitcast of x to the final shape (default layouts: bitcasts are row-major reshapes). Only when f has no
+    other user, which would need f twice."""
+    f = producer(op.operands[0], *traits.ELEMENTWISE_UNARY)
+    if f is None or len(f.operands) != 1 or len(list(f.results[0].uses)) != 1:
+        return None
+    inner = producer(f.operands[0], "bitcast")
+    if inner is None or not default_layout(op, f, inner, producer(inner.operands[0])):
+        return None
+    src, out = array(inner.operands[0]), _out(op)
+    if src is None or src.element != out.element or array(f.results[0]).element != out.element:  # type: ignore[union-attr]
+        return None
+    moved = ctx.new(op, "bitcast", [inner.operands[0]], out)
+    return ctx.new(op, opcode_of(f), [moved], out, mlir_attrs={k: v for k, v in edit.copy_attributes(f).items()
+                                                                   if k != edit.NAME})
