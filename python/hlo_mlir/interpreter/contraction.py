@@ -83,14 +83,21 @@ def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     Specials agree too: inf/NaN operands, inf - inf and 0 * inf are the f64 operations' own results, an
     exact zero keeps IEEE's sign of the sum, and an overflow rounds to inf (or, at the threshold, is checked)."""
     with np.errstate(all="ignore"):
-        s = np.asarray(np.add(np.multiply(a, b, dtype=np.float64), c, dtype=np.float64))
+        s = np.multiply(a, b, dtype=np.float64)
+        if isinstance(s, np.ndarray) and s.shape == np.broadcast_shapes(s.shape, np.shape(c)):
+            np.add(s, c, out=s, dtype=np.float64)
+        else:
+            s = np.asarray(np.add(s, c, dtype=np.float64))
         out = s.astype(np.float32)
-        u = s.view(np.uint64) << np.uint64(1)  # without the sign
-        odd = (u << np.uint64(34)) == _TIE_BITS
-        odd |= (u - np.uint64(1)) < (_TINY_F32 - np.uint64(1))  # 0 < |s| < 2^-126 (0 wraps to the top)
+        bits = s.reshape(-1).view(np.uint64)  # 1-d: in-place ufuncs need arrays, 0-d gives scalars
+        u = bits << np.uint64(35)
+        odd = u == _TIE_BITS
+        np.left_shift(bits, np.uint64(1), out=u)  # |s|'s bits
+        u -= np.uint64(1)
+        odd |= u < _TINY_F32 - np.uint64(1)  # 0 < |s| < 2^-126 (0 wraps to the top)
         if not odd.any():
             return out
-        where = np.nonzero(odd.reshape(-1))[0]
+        where = np.nonzero(odd)[0]
         x, y, z = (np.broadcast_to(v, s.shape).reshape(-1)[where] for v in (a, b, c))
         p, t = np.multiply(x, y, dtype=np.float64), s.reshape(-1)[where]
         inexact = (t - p != z) | (t - z != p)  # both exact iff the sum is (TwoSum's error is then 0)
