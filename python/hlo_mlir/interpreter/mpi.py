@@ -389,7 +389,8 @@ class MpiServices:
         while not self.MPI.Request.Testall(requests):
             now = time.monotonic()
             self._control(key)
-            self._drain()
+            if self._drain():  # its receive's own wait cleared the watchdog's line
+                _watch(self._killed(key, peers))
             gone = sorted(p for p in peers if _STATE["done"][p])
             if gone:
                 finished_at = finished_at or now
@@ -469,21 +470,24 @@ class MpiServices:
         finally:
             _watch("")
 
-    def _drain(self, skip: int | None = None) -> None:
+    def _drain(self, skip: int | None = None) -> bool:
         """Take in every channel value that has arrived (into its queue) while this device waits for anything:
         a sender waiting in send-done for this device to take its value then goes on, whatever this device's
         program waits for meanwhile (as between threads, where a send never waits). Not from device `skip`,
-        whose value recv-done takes straight into its buffers."""
+        whose value recv-done takes straight into its buffers. Whether any arrived."""
         if self.draining:  # inside `_channel_receive`'s own wait
-            return
+            return False
         self.draining = True
+        taken = False
         try:
             status = self.MPI.Status()
             for p in range(self.comm.Get_size()):
                 while p not in (self.device, skip) and self.comm.Iprobe(source=p, tag=TAG_CHANNEL, status=status):
                     self._channel_receive(p, status.Get_count(self.MPI.BYTE))
+                    taken = True
         finally:
             self.draining = False
+        return taken
 
     def _channel_receive(self, source: int, size: int, key: Any = None, outs: list[np.ndarray] | None = None) -> bool:
         """Take the next channel value from `source` (note, then arrays): straight into `outs` when it is
@@ -551,7 +555,8 @@ class MpiServices:
         while not self.MPI.Request.Testall(requests) or any(not _STATE["done"][r] and r not in failed
                                                              for r in others):
             self._control(("the end of the run",), failed)
-            self._drain()
+            if self._drain():
+                _watch(self._killed(("the end of the run",), others))
             if time.monotonic() - start > self.timeout:
                 raise HloError(f"device {self.device} finished, but waited {self.timeout:g} s for the others to "
                                "finish (or for values it sent on a channel to be received) (HLO_MLIR_MPI_TIMEOUT)")
