@@ -282,3 +282,15 @@ ENTRY main {
     monkeypatch.undo()
     xla_hlo = oracle.stablehlo_to_hlo(printed)
     assert 'parameter(0), sharding={replicated}, frontend_attributes={role="x"}' in xla_hlo
+
+
+def test_a_malformed_op_is_a_located_error_not_a_traceback(no_xla: None) -> None:
+    text = _stablehlo("gather").replace("dimension_numbers = #stablehlo.gather<", "dimension_nums = #stablehlo.gather<")
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if "dimension_nums" in s)
+    with pytest.raises(hlo_mlir.HloError) as err:
+        hlo_mlir.load(text)
+    assert re.match(rf"<string>:{line}:\d+: error: the built-in StableHLO reader does not cover this form of "
+                    r"stablehlo.gather \(KeyError: 'dimension_numbers'\)", str(err.value)), str(err.value)
+    unknown = _stablehlo("sort").replace("is_stable = true}>", "is_stable = true, stable_enough = 3 : i64}>", 1)
+    with pytest.raises(hlo_mlir.HloError, match=r"does not cover attribute stable_enough \(stablehlo.sort\)"):
+        hlo_mlir.load(unknown)

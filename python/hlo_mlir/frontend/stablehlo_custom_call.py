@@ -30,7 +30,7 @@ def _with_layout(shape: str, layout: list[int]) -> str:
 
 
 def custom_call(op: Op, w: Writer) -> list[str]:
-    op.attrs = {**op.props, **op.attrs}  # the generic form's inherent attributes read as the pretty form's
+    op.attrs = {**op.props.read_all(), **op.attrs}  # the generic form's inherent attributes read as the pretty form's
     target_tok = next((t for t in op.items if t.type == "SYMBOL"), None)
     target = str(target_tok)[1:] if target_tok is not None else op.attrs.get("call_target_name", '""')[1:-1]
     if op.regions or "called_computations" in op.attrs:

@@ -482,7 +482,7 @@ def _convolution(op: Op, w: Writer) -> list[str]:
     rank = len(labels[1]) - 2
     sizes = [int(kernel[labels[1].index(str(k))]) for k in range(rank)]
     if op.generic:  # array / dense properties
-        props = dict(op.props)
+        props = op.props.read_all()
         keys = {"window_strides": "stride", "padding": "pad", "lhs_dilation": "lhs_dilate",
                 "rhs_dilation": "rhs_dilate", "window_reversal": "rhs_reversal"}
     else:

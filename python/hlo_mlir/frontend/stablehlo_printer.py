@@ -199,7 +199,7 @@ def _print_op(f: _Function, op: ir.Operation) -> None:
         attrs.pop(key, None)
     try:
         results = rule(f, op, attrs)
-    except (KeyError, ValueError) as e:
+    except (KeyError, IndexError, ValueError, StopIteration) as e:
         raise _error(op, f"{opcode} '{name}': cannot print it as StableHLO ({e})") from None
     except HloError as e:
         raise _error(op, f"{opcode} '{name}': {e.message}") from None

@@ -82,6 +82,33 @@ def value_name(value: str) -> str:
     return "v" + name if name[0].isdigit() else name
 
 
+class Props(dict[str, str]):
+    """An op's properties, remembering which a rule read: one never read is an attribute the rule would drop."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> str:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(str(key))
+        return super().__contains__(key)
+
+    def read_all(self) -> dict[str, str]:
+        self.read.update(self.keys())
+        return dict(self)
+
+    def unread(self) -> list[str]:
+        return [k for k in self.keys() if k not in self.read]
+
+
 @dataclass
 class Region:
     """A region's block: its arguments (HLO name, MLIR type) and its op trees."""
@@ -98,7 +125,7 @@ class Op:
     base: str  # the name of the op's own HLO instruction (a tuple when it has several results)
     name: str
     items: list[lark.Token]  # the pretty form's tokens after the name (a dict item: a DICT token)
-    props: dict[str, str]  # the generic form's <{...}> and the pretty form's `key = {...}`, as text
+    props: Props  # the generic form's <{...}> and the pretty form's `key = {...}`, as text
     attrs: dict[str, str]  # the trailing attribute dictionary, as text
     regions: list[Region]
     types_in: list[str]
@@ -141,7 +168,7 @@ def collect_op(tree: lark.Tree, source: str) -> Op:
     name = ""
     generic = False
     items: list[lark.Token] = []
-    props: dict[str, str] = {}
+    props = Props()
     attrs: dict[str, str] = {}
     types_in: list[str] = []
     types_out: list[str] = []
@@ -305,6 +332,10 @@ class Writer:
                 if e.line:
                     raise
                 raise Unsupported(e.message, op.line, op.col) from None
+            except (KeyError, IndexError, ValueError, StopIteration) as e:  # an attribute missing or malformed
+                raise Unsupported(f"this form of {op.name} ({type(e).__name__}: {e})", op.line, op.col) from None
+            if op.props.unread():
+                raise Unsupported(f"attribute {op.props.unread()[0]} ({op.name})", op.line, op.col)
             for line in hlo_lines:
                 name = line.split(" = ")[0]
                 defined[name] = len(lines)
