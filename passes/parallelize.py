@@ -9,18 +9,20 @@ then makes it an OpenMP worksharing loop (`convert-scf-to-openmp`). Small kernel
 fork/join costs microseconds, more than they take. Schedules that tile with `scf.forall` reach OpenMP by
 the same route (`scf-forall-to-parallel` in the LLVM pipeline).
 
-The same big kernels then get their innermost loop vectorized 16 lanes wide (`affine-super-vectorize`,
-only loops whose accesses are contiguous along the last dimension or invariant): LLVM's own loop
-vectorizer stops at 256 bits on this CPU, and compute-bound bodies (the expanded exp of a softmax) run
-1.3-1.5x faster at 512. Only kernels whose innermost loops all run a multiple of 16 times (no masked
-tail, whose padding lanes would compute on made-up values) and that divide no integers (a zero in a
-padding lane would trap) are vectorized; the vector ops are the scalar ones lane by lane, so results do
-not change.
+Every kernel (small ones too: a GELU's tanh on 128x1024) then gets its innermost loop vectorized 16 lanes
+wide (`affine-super-vectorize`, only loops whose accesses are contiguous along the last dimension or
+invariant): LLVM's own loop vectorizer stops at 256 bits on this CPU, and compute-bound bodies (the
+expanded exp of a softmax) run 1.3-1.5x faster at 512. Only kernels whose innermost loops all run a
+multiple of 16 times (no masked tail, whose padding lanes would compute on made-up values) and that
+divide no integers (a zero in a padding lane would trap) are vectorized; the vector ops are the scalar
+ones lane by lane, so results do not change.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 
 from mlir import ir
 from mlir.passmanager import PassManager
@@ -51,8 +53,14 @@ def configured_threads() -> int:
 
 
 def _vectorizable(kernel: ir.Operation) -> bool:
-    """Whether every innermost affine.for of `kernel` runs a constant multiple of `LANES` times, every
-    memref holds ints or floats, and nothing divides integers (see the module docstring)."""
+    """Whether every loop the vectorizer could pick in `kernel` (one whose index moves along the last
+    dimension of some access, or appears in none) is an innermost affine.for running a constant multiple
+    of `LANES` times, every memref loaded or stored holds ints or floats in row-major order, and nothing
+    divides integers (see the module docstring). Vectorizing an outer loop around inner ones, or a strided
+    view, makes the upstream pass fail in ways that abort the process."""
+    loops: list[ir.Operation] = []
+    last: set[ir.Value] = set()  # loop indices used in the last index of some access
+    used: set[ir.Value] = set()  # loop indices used by some access
     ok = True
 
     def visit(op: ir.Operation) -> ir.WalkResult:
@@ -60,15 +68,49 @@ def _vectorizable(kernel: ir.Operation) -> bool:
         if op.name in _INTEGER_DIVISION or op.name.startswith("vector."):  # vector.*: scheduled already
             ok = False
         elif op.name in ("affine.load", "affine.store"):
-            et = ir.MemRefType(op.operands[1 if op.name == "affine.store" else 0].type).element_type
-            ok = ok and isinstance(et, (ir.IntegerType, ir.FloatType))
-        elif op.name == "affine.for" and not _has_inner_loop(op):
-            trips = _trip_count(op)
-            ok = ok and trips is not None and trips % LANES == 0
+            first = 2 if op.name == "affine.store" else 1
+            t = ir.MemRefType(op.operands[first - 1].type)
+            ok = ok and isinstance(t.element_type, (ir.IntegerType, ir.FloatType)) and _row_major(t)
+            amap = ir.AffineMapAttr(op.attributes["map"]).value
+            indices = list(op.operands)[first:]
+            used.update(indices)
+            if amap.results:
+                expr = amap.results[len(amap.results) - 1]
+                for i, v in enumerate(indices):
+                    if _uses(expr, i):
+                        last.add(v)
+                        ok = ok and _unit_step(expr, i)
+        elif op.name == "affine.for":
+            loops.append(op)
         return ir.WalkResult.ADVANCE if ok else ir.WalkResult.INTERRUPT
 
     kernel.walk(visit)
+    for loop in loops if ok else ():
+        iv = loop.regions[0].blocks[0].arguments[0]
+        if iv in last or iv not in used:
+            trips = _trip_count(loop)
+            ok = ok and not _has_inner_loop(loop) and trips is not None and trips % LANES == 0
     return ok
+
+
+def _uses(expr: ir.AffineExpr, dim: int) -> bool:
+    return re.search(rf"\bd{dim}\b", str(expr)) is not None
+
+
+def _unit_step(expr: ir.AffineExpr, dim: int) -> bool:
+    """Whether `expr` is d`dim` plus terms free of it: consecutive loop iterations read consecutive elements
+    (a strided `d0 * 2` or reversed `-d0` index would be read as if it were contiguous)."""
+    if isinstance(expr, ir.AffineDimExpr):
+        return expr.position == dim
+    if isinstance(expr, ir.AffineAddExpr):
+        sides = [e for e in (expr.lhs, expr.rhs) if _uses(e, dim)]
+        return len(sides) == 1 and _unit_step(sides[0], dim)
+    return False
+
+
+def _row_major(t: ir.MemRefType) -> bool:
+    strides, offset = t.get_strides_and_offset()
+    return offset == 0 and strides == [math.prod(t.shape[i + 1:]) for i in range(t.rank)]
 
 
 def _has_inner_loop(loop: ir.Operation) -> bool:
@@ -113,13 +155,14 @@ def _in_bounds(kernel: ir.Operation) -> None:
 
 
 def apply(module: ir.Module) -> None:
-    """Parallelize, and where safe vectorize, the big kernels of `module` (in place)."""
+    """Parallelize the big kernels of `module` and, where safe, vectorize every kernel (in place). Not run
+    for one-thread builds (`lower_to_llvm.to_loops`), which keep LLVM's own 256-bit vectorization."""
     with module.context:
         pm = PassManager.parse(_PIPELINE)
         vectorize = PassManager.parse(_VECTORIZE)
         for kernel, elements in outline_kernels.kernels(module):
             if elements >= MIN_ELEMENTS:
                 pm.run(kernel)
-                if _vectorizable(kernel):
-                    vectorize.run(kernel)
-                    _in_bounds(kernel)
+            if _vectorizable(kernel):
+                vectorize.run(kernel)
+                _in_bounds(kernel)
