@@ -90,31 +90,52 @@ _GATHER_KEYS = frozenset({"offset_dims", "collapsed_slice_dims", "start_index_ma
 
 @rule("gather")
 def gather_of_pad(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
-    """gather(pad(x, v)) -> pad(gather(x), v) when every padded operand dim is a whole-slice offset dim:
-    the slice spans it (its start index clamps to 0) and it becomes one output dim, which is padded alike.
-    Also through a reshape of the pad that keeps each padded dim as it is (x is reshaped instead)."""
+    """gather(pad(x, v), indices) -> pad(gather(x, indices'), v) when every padded operand dim is either a
+    whole-slice offset dim (the slice spans it, its start index clamps to 0; its output dim is padded
+    alike) or a batching dim whose indices dim is padded alike (indices' = the unpadded indices: a padded
+    batch position reads only padding, v). Also through a reshape of the pad that keeps each padded dim as
+    it is (x is reshaped instead)."""
     a = attrs(op)
-    operand = array(op.operands[0])
+    operand, index_t = array(op.operands[0]), array(op.operands[1])
     view = _padded_view(op.operands[0])
-    if operand is None or view is None or not default_layout(op) or set(a) - _GATHER_KEYS:
+    if operand is None or index_t is None or view is None or not default_layout(op) or set(a) - _GATHER_KEYS:
         return None
     pad, dims, padding = view
     sizes = tuple(a["slice_sizes"])
-    excluded = set(a["collapsed_slice_dims"]) | set(a.get("operand_batching_dims", ()))
+    batch_pairs = dict(zip(a.get("operand_batching_dims", ()), a.get("start_indices_batching_dims", ())))
+    excluded = set(a["collapsed_slice_dims"]) | set(batch_pairs)
     offset_of = dict(zip((d for d in range(operand.rank) if d not in excluded), a["offset_dims"]))
-    padded = [d for d, p in enumerate(padding) if p != (0, 0, 0)]
-    if not padded or any(d not in offset_of or sizes[d] != operand.dims[d] for d in padded):
-        return None
+    ipad = producer(op.operands[1], "pad")
+    ipadding = [tuple(p) for p in attrs(ipad)["padding"]] if ipad is not None and default_layout(ipad) else None
     out = _out(op)
+    index_dims = [i for i in range(index_t.rank) if i != a["index_vector_dim"]]
+    out_of_index = dict(zip(index_dims, (d for d in range(out.rank) if d not in a["offset_dims"])))
+    padded = [d for d, p in enumerate(padding) if p != (0, 0, 0)]
+    through_indices = [d for d in padded if d in batch_pairs]
+    if not padded or any(d not in batch_pairs and (d not in offset_of or sizes[d] != operand.dims[d]) for d in padded):
+        return None
+    if through_indices:
+        if ipadding is None or any(min(p) < 0 for d in through_indices for p in [padding[d]]):
+            return None
+        partners = {batch_pairs[d]: d for d in through_indices}
+        if any((p != (0, 0, 0)) != (i in partners) or (i in partners and p != padding[partners[i]])
+               for i, p in enumerate(ipadding)):
+            return None
     x = pad.operands[0]
     if array(x).dims != dims:  # type: ignore[union-attr]
         x = ctx.new(op, "reshape", [x], ArrayType(operand.element, dims))
+    indices = ipad.operands[0] if through_indices else op.operands[1]  # type: ignore[union-attr]
     narrow = list(out.dims)
     out_padding = [(0, 0, 0)] * out.rank
     for d in padded:
-        narrow[offset_of[d]] = dims[d]
-        out_padding[offset_of[d]] = padding[d]
-    new_sizes = tuple(dims[d] if d in padded else n for d, n in enumerate(sizes))
-    gathered = ctx.new(op, "gather", [x, op.operands[1]], ArrayType(out.element, tuple(narrow)),
+        if d in batch_pairs:
+            i = batch_pairs[d]
+            narrow[out_of_index[i]] = array(indices).dims[i]  # type: ignore[union-attr]
+            out_padding[out_of_index[i]] = padding[d]
+        else:
+            narrow[offset_of[d]] = dims[d]
+            out_padding[offset_of[d]] = padding[d]
+    new_sizes = tuple(dims[d] if d in offset_of and d in padded else n for d, n in enumerate(sizes))
+    gathered = ctx.new(op, "gather", [x, indices], ArrayType(out.element, tuple(narrow)),
                        {**a, "slice_sizes": new_sizes})
     return ctx.new(op, "pad", [gathered, pad.operands[1]], out, {"padding": tuple(out_padding)})
