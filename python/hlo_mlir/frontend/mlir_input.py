@@ -7,12 +7,18 @@ interpreter take for granted. Each such defect is an HloError at the op, named i
 
 from __future__ import annotations
 
-
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.dialects import (
-    MODULE_ATTRS, MODULE_NAME, NAME, SHAPE, STACK_FRAMES, from_mlir_type, opcode_of, source_location,
+    MODULE_ATTRS,
+    MODULE_NAME,
+    NAME,
+    SHAPE,
+    STACK_FRAMES,
+    from_mlir_type,
+    opcode_of,
+    source_location,
 )
 from hlo_mlir.dialects.attributes import Raw, kind_of
 
@@ -101,10 +107,8 @@ def _check_attributes(attrs: dict[str, ir.Attribute], what: str, op: ir.Operatio
     """HLO attributes decode as their kind says; the internal string ones are (UTF-8) strings."""
     for key, attr in attrs.items():
         if key in _STRINGS:
-            try:
-                ir.StringAttr(attr).value
-            except (ValueError, RuntimeError):  # RuntimeError: bytes that are not UTF-8
-                raise _error(f"{what}: attribute '{key}' must be a string, got {attr}", op, filename, text) from None
+            if not _is_string(attr):
+                raise _error(f"{what}: attribute '{key}' must be a string, got {attr}", op, filename, text)
             continue
         if key == MODULE_ATTRS:
             if not isinstance(attr, ir.DictAttr):
@@ -119,3 +123,11 @@ def _check_attributes(attrs: dict[str, ir.Attribute], what: str, op: ir.Operatio
         except (ValueError, TypeError, KeyError, IndexError, RuntimeError):
             expected = "a string holding its HLO text" if isinstance(kind, Raw) else kind.description
             raise _error(f"{what}: attribute '{key}' must be {expected}, got {attr}", op, filename, text) from None
+
+
+def _is_string(attr: ir.Attribute) -> bool:
+    """A string attribute whose bytes decode as UTF-8 (the bindings raise RuntimeError on others)."""
+    try:
+        return isinstance(ir.StringAttr(attr).value, str)
+    except (ValueError, RuntimeError):
+        return False
