@@ -294,3 +294,63 @@ def test_a_malformed_op_is_a_located_error_not_a_traceback(no_xla: None) -> None
     unknown = _stablehlo("sort").replace("is_stable = true}>", "is_stable = true, stable_enough = 3 : i64}>", 1)
     with pytest.raises(hlo_mlir.HloError, match=r"does not cover attribute stable_enough \(stablehlo.sort\)"):
         hlo_mlir.load(unknown)
+
+
+_ATTRIBUTED = """module @m attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32 MODULE} {
+  sdy.mesh @mesh = <["x"=1]> MESH
+  func.func private @g(%arg0: tensor<4xf32> PARAM) -> (tensor<4xf32> RESULT) FUNCTION {
+    %0 = stablehlo.add %arg0, %arg0 OP : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32> {jax.result_info = "result"}) {
+    %0 = call @g(%arg0) : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+
+
+def _attributed(**parts: str) -> str:
+    text = _ATTRIBUTED
+    for key in ("MODULE", "MESH", "PARAM", "RESULT", "FUNCTION", "OP"):
+        text = text.replace(key, parts.get(key.lower(), ""))
+    return text
+
+
+def test_function_execution_thread_is_kept_as_xla_keeps_it(no_xla: None) -> None:
+    text = _attributed(function='attributes {execution_thread = "host"}', param='{mhlo.layout_mode = "default"}')
+    hlo = hlo_mlir.load(text).to_hlo()
+    assert re.search(r'\n\}, execution_thread="host"\n\nENTRY', hlo), hlo
+    assert '}, execution_thread="host"' in oracle.stablehlo_to_hlo(text)
+
+
+@pytest.mark.parametrize(("part", "attr", "what"), [
+    ("function", "attributes {foo = 1 : i32}", "function attribute foo = 1 : i32"),
+    # XLA's translation drops a function's frontend attributes without a word; HLO computations have none.
+    ("function", 'attributes {mhlo.frontend_attributes = {a = "b"}}', "function attribute mhlo.frontend_attributes"),
+    ("function", 'attributes {execution_thread = 3 : i32}', "function attribute execution_thread = 3"),
+    ("param", "{tf.aliasing_output = 0 : i32}", "parameter attribute tf.aliasing_output = 0 : i32"),
+    ("param", '{mhlo.layout_mode = "{0}"}', 'parameter attribute mhlo.layout_mode = "{0}"'),
+    ("param", "{mhlo.frontend_attributes = {a = 1 : i32}}", "parameter attribute mhlo.frontend_attributes = {a = 1"),
+    ("result", '{mhlo.frontend_attributes = {a = "b"}}', "result attribute mhlo.frontend_attributes"),
+    ("result", '{mhlo.sharding = "{replicated}", sdy.sharding = #sdy.sharding<@mesh, [{}]>}',
+     "a result with both mhlo.sharding and sdy.sharding"),
+    ("module", ", jax.uses_shape_polymorphism = true", "module attribute jax.uses_shape_polymorphism = true"),
+    ("module", ", mhlo.frontend_attributes = {a = [1]}", "module attribute mhlo.frontend_attributes = {a = [1]}"),
+    ("mesh", "{foo = 1 : i32}", "mesh attribute foo = 1 : i32"),
+    # JAX's copy of the axes is read when it says what the sdy mesh says (test_own_reader_keeps_shardy_shardings).
+    ("mesh", '{stablehlo.mesh = {axes = [{name = "y", size = 1 : i64}]}}', "mesh attribute stablehlo.mesh"),
+    ("op", "{mhlo.frontend_attributes = {a = 2.0 : f32}}", "stablehlo.add: mhlo.frontend_attributes = {a = 2.0"),
+])
+def test_an_attribute_the_reader_would_drop_is_a_located_error(part: str, attr: str, what: str, no_xla: None) -> None:
+    """Function, parameter, result, module, mesh and op attributes HLO cannot carry: named where written (an
+    op's: at the op, as its other errors)."""
+    text = _attributed(**{part: attr})
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if attr in s)
+    at = "%0 = stablehlo.add" if part == "op" else attr
+    col = text.splitlines()[line - 1].index(at) + 1
+    with pytest.raises(hlo_mlir.HloError) as err:
+        hlo_mlir.load(text)
+    m = re.match(r"<string>:(\d+):(\d+): error: the built-in StableHLO reader does not cover (.*)", str(err.value))
+    assert m is not None and m.group(3).startswith(what), str(err.value)
+    assert int(m.group(1)) == line and col <= int(m.group(2)) < col + len(at), str(err.value)

@@ -13,7 +13,15 @@ import re
 import struct
 from collections.abc import Callable
 
-from hlo_mlir.frontend.stablehlo_reader import Op, Unsupported, Writer, hlo_shape, symbol_name, value_name
+from hlo_mlir.frontend.stablehlo_reader import (
+    Op,
+    Unsupported,
+    Writer,
+    frontend_entries,
+    hlo_shape,
+    symbol_name,
+    value_name,
+)
 
 Rule = Callable[[Op, Writer], list[str]]
 RULES: dict[str, Rule] = {}
@@ -90,7 +98,7 @@ def common_attrs(op: Op, known: tuple[str, ...] = ()) -> str:
         if key == "mhlo.sharding":
             out.append(f"sharding={value[1:-1]}")
         elif key == "mhlo.frontend_attributes":
-            frontend += [f"{k}={v}" for k, v in re.findall(r'([\w.]+) = ("(?:[^"\\]|\\.)*")', value)]
+            frontend += frontend_entries(value, op.line, op.col, f"{op.name}:")
         else:  # Shardy's attributes ride in frontend_attributes, as XLA's translation keeps them
             frontend.append(f"xla.{key}={quote(value)}")
     if frontend:

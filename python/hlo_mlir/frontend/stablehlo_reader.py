@@ -309,7 +309,7 @@ class Writer:
                 if missing:
                     raise Unsupported(f"a value from outside the region ({missing[0]})", op.line, op.col)
                 for i, attrs in enumerate(result_attrs or []):
-                    wrapper = _result_wrapper(values[i], self.shapes[values[i]], attrs, op)
+                    wrapper = _result_wrapper(values[i], self.shapes[values[i]], attrs)
                     if wrapper:
                         values[i] = f"{values[i]}.result{i}"
                         defined[values[i]] = len(lines)
@@ -367,20 +367,32 @@ def free_values(op_trees: list[lark.Tree], source: str) -> list[str]:
 _ARG_ATTRS = ("mhlo.sharding", "sdy.sharding", "jax.result_info", "mhlo.layout_mode", "mhlo.frontend_attributes")
 
 
-def _check_arg_attrs(attrs: dict[str, str], what: str, line: int, col: int) -> None:
+def _arg_attrs(owner: lark.Tree, source: str, what: str) -> dict[str, str]:
+    """A parameter's or result's attribute dictionary; Unsupported, at the entry, for one the reader would
+    drop: one not known, a layout mode other than the default, frontend attributes that are not all
+    strings, and on a result frontend attributes (HLO has no place for them) or two kinds of sharding
+    (its wrapper holds one)."""
+    tree = next((c for c in owner.children if isinstance(c, lark.Tree) and c.data == "dict"), None)
+    if tree is None:
+        return {}
+    attrs = parse_dict(tree, source)
     for key, value in attrs.items():
-        if key not in _ARG_ATTRS or key == "mhlo.layout_mode" and value != '"default"':
-            raise Unsupported(f"{what} attribute {key} = {value}", line, col)
+        if (key not in _ARG_ATTRS or key == "mhlo.layout_mode" and value != '"default"'
+                or what == "result" and key == "mhlo.frontend_attributes"):
+            raise Unsupported(f"{what} attribute {key} = {value}", *_entry_position(tree, key))
+        if key == "mhlo.frontend_attributes":
+            frontend_entries(value, *_entry_position(tree, key), f"{what} attribute")
+    if what == "result" and "mhlo.sharding" in attrs and "sdy.sharding" in attrs:
+        raise Unsupported("a result with both mhlo.sharding and sdy.sharding", *_entry_position(tree, "sdy.sharding"))
+    return attrs
 
 
-def _param_suffix(attrs: dict[str, str], at: lark.Tree) -> str:
+def _param_suffix(attrs: dict[str, str]) -> str:
     """A parameter's sharding (`sharding=`) and Shardy sharding (a frontend attribute, as XLA keeps it)."""
-    _check_arg_attrs(attrs, "parameter", at.meta.line, at.meta.column)
     out = ""
     if "mhlo.sharding" in attrs:
         out += f", sharding={_unquote(attrs['mhlo.sharding'])}"
-    frontend = re.findall(r'([\w.]+) = ("(?:[^"\\]|\\.)*")', attrs.get("mhlo.frontend_attributes", ""))
-    frontend = [f"{k}={v}" for k, v in frontend]
+    frontend = frontend_entries(attrs.get("mhlo.frontend_attributes", "{}"), 0, 0, "parameter attribute")
     if "sdy.sharding" in attrs:
         frontend.append(f"xla.sdy.sharding={_quote(attrs['sdy.sharding'])}")
     return out + (f", frontend_attributes={{{','.join(frontend)}}}" if frontend else "")
@@ -392,9 +404,8 @@ def per_value(sharding: str) -> str:
     return f"#sdy.sharding_per_value<[{body}]>"
 
 
-def _result_wrapper(value: str, shape: str, attrs: dict[str, str], at: Op) -> str:
+def _result_wrapper(value: str, shape: str, attrs: dict[str, str]) -> str:
     """The custom call XLA's translation puts around a function result with a sharding ("" if none)."""
-    _check_arg_attrs(attrs, "result", at.line, at.col)
     if "sdy.sharding" in attrs:
         return (f'{shape} custom-call({value}), custom_call_target="xla.sdy.FuncResultSharding", '
                 f"custom_call_has_side_effect=true, frontend_attributes={{xla.sdy.sharding="
@@ -402,6 +413,19 @@ def _result_wrapper(value: str, shape: str, attrs: dict[str, str], at: Op) -> st
     if "mhlo.sharding" in attrs:
         return f'{shape} custom-call({value}), custom_call_target="Sharding", sharding={_unquote(attrs["mhlo.sharding"])}'
     return ""
+
+
+_FRONTEND_ENTRY = r'([\w.]+) = ("(?:[^"\\]|\\.)*")'
+_FRONTEND_DICT = re.compile(rf"\{{\s*(?:{_FRONTEND_ENTRY}(?:\s*,\s*{_FRONTEND_ENTRY})*)?\s*\}}")
+
+
+def frontend_entries(value: str, line: int, col: int, what: str) -> list[str]:
+    """`{a = "x", b = "y"}` (mhlo.frontend_attributes) as HLO's `a="x"` entries; HLO's frontend attributes
+    are strings, so a dictionary holding anything else is Unsupported rather than partly dropped."""
+    if _FRONTEND_DICT.fullmatch(value.strip()) is None:
+        raise Unsupported(f"{what} mhlo.frontend_attributes = {value} (HLO's frontend attributes are strings)",
+                          line, col)
+    return [f"{k}={v}" for k, v in re.findall(_FRONTEND_ENTRY, value)]
 
 
 def _quote(text: str) -> str:
@@ -412,6 +436,9 @@ def _unquote(value: str) -> str:
     return value[1:-1].replace('\\"', '"') if value.startswith('"') else value
 
 
+_MESH_AXES = r'\{axes = \[(\{name = "[^"]*", size = \d+ : i64\}(, )?)*\]\}'
+
+
 def _module_attrs(module: lark.Tree, source: str) -> str:
     """The HLO module header's attributes: its frontend attributes, with the `sdy.mesh` declarations as
     XLA keeps them (`xla.sdy.meshes`); Unsupported for a module attribute not known here."""
@@ -419,15 +446,43 @@ def _module_attrs(module: lark.Tree, source: str) -> str:
     for attrs in (c for c in module.children if isinstance(c, lark.Tree) and c.data == "dict"):
         for key, value in parse_dict(attrs, source).items():
             if key == "mhlo.frontend_attributes":
-                frontend += [f"{k}={v}" for k, v in re.findall(r'([\w.]+) = ("(?:[^"\\]|\\.)*")', value)]
+                frontend += frontend_entries(value, *_entry_position(attrs, key), "module attribute")
             elif key not in ("mhlo.num_partitions", "mhlo.num_replicas") or value != "1 : i32":
-                entry = next(e for e in attrs.children if isinstance(e, lark.Tree) and str(e.children[0]) == key)
-                raise Unsupported(f"module attribute {key} = {value}", entry.meta.line, entry.meta.column)
+                raise Unsupported(f"module attribute {key} = {value}", *_entry_position(attrs, key))
     meshes = [(str(m.children[1])[1:], str(m.children[3])) for m in module.children
               if isinstance(m, lark.Tree) and m.data == "mesh"]
+    for mesh in (m for m in module.children if isinstance(m, lark.Tree) and m.data == "mesh"):
+        axes = re.findall(r'"([^"]*)"=(\d+)', str(mesh.children[3]))
+        for attrs in (c for c in mesh.children if isinstance(c, lark.Tree)):
+            for key, value in parse_dict(attrs, source).items():
+                # JAX repeats the axes as `stablehlo.mesh`; XLA keeps only the sdy mesh, so a copy that
+                # says the same is nothing lost, and anything else is not read.
+                same = re.findall(r'name = "([^"]*)", size = (\d+) : i64', value) == axes
+                if key != "stablehlo.mesh" or not same or not re.fullmatch(_MESH_AXES, value):
+                    raise Unsupported(f"mesh attribute {key} = {value}", *_entry_position(attrs, key))
     if meshes:
         frontend.append("xla.sdy.meshes={" + ", ".join(f"{n} = #sdy.mesh{v}" for n, v in meshes) + "}")
     return f", frontend_attributes={{{','.join(frontend)}}}" if frontend else ""
+
+
+def _entry_position(attrs: lark.Tree, key: str) -> tuple[int, int]:
+    """Where entry `key` of an attribute dictionary is written."""
+    entry = next(e for e in attrs.children if isinstance(e, lark.Tree) and str(e.children[0]) == key)
+    return entry.meta.line, entry.meta.column
+
+
+def _function_suffix(func: lark.Tree, source: str) -> str:
+    """The text after a computation's closing brace for the function's own attributes: its
+    `execution_thread`, which HLO keeps as XLA's translation does; any other is Unsupported (HLO
+    computations carry no other attributes, and XLA's translation drops them silently)."""
+    suffix = ""
+    for attrs in (c for c in func.children if isinstance(c, lark.Tree) and c.data == "dict"):
+        for key, value in parse_dict(attrs, source).items():
+            if key == "execution_thread" and re.fullmatch(r'"[\w.-]+"', value):
+                suffix += f", execution_thread={value}"
+            else:
+                raise Unsupported(f"function attribute {key} = {value}", *_entry_position(attrs, key))
+    return suffix
 
 
 def symbol_name(symbol: str) -> str:
@@ -462,18 +517,19 @@ def stablehlo_to_hlo_text(text: str, filename: str) -> tuple[str, dict[int, tupl
         for i, arg in enumerate(c for c in f.children if isinstance(c, lark.Tree) and c.data == "arg"):
             pname = value_name(str(arg.children[0]))
             arg_type = next(str(t) for t in arg.children if isinstance(t, lark.Token) and t.type == "TYPE")
-            attrs = next((parse_dict(c, text) for c in arg.children if isinstance(c, lark.Tree)), {})
+            attrs = _arg_attrs(arg, text, "parameter")
             defined[pname] = len(lines)
             w.shapes[pname] = hlo_shape(arg_type)
-            lines.append((f"{pname} = {hlo_shape(arg_type)} parameter({i}){_param_suffix(attrs, arg)}",
+            lines.append((f"{pname} = {hlo_shape(arg_type)} parameter({i}){_param_suffix(attrs)}",
                           (arg.meta.line, arg.meta.column)))
         results = next((c for c in f.children if isinstance(c, lark.Tree) and c.data == "results"), None)
-        result_attrs = [next((parse_dict(d, text) for d in r.children if isinstance(d, lark.Tree)), {})
+        result_attrs = [_arg_attrs(r, text, "result")
                         for r in (results.children if results is not None else []) if isinstance(r, lark.Tree)]
         w.block([c for c in f.children if isinstance(c, lark.Tree) and c.data == "op"], lines, defined, sym,
                 result_attrs=result_attrs)
         is_entry = public and sym == "main"
-        comp = [(f"{'ENTRY ' if is_entry else ''}{sym} {{", None), *[("  " + t, pos) for t, pos in lines], ("}", None)]
+        comp = [(f"{'ENTRY ' if is_entry else ''}{sym} {{", None), *[("  " + t, pos) for t, pos in lines],
+                ("}" + _function_suffix(f, text), None)]
         if is_entry:
             entry = comp
         else:
