@@ -1,15 +1,15 @@
 """sort and topk: a stable bottom-up merge sort in scf loops over tensors, O(n log n) comparisons.
 
-Pass p (width w = 2^p, statically unrolled: ceil(log2 n) passes) merges adjacent runs of w elements
-of every row from the previous pass's tensors into fresh ones (the buffers of pass p-2, which one-shot
-bufferization reuses in place). A merge takes the left element unless `less(right, left)` — the
+Each operand is copied into half 0 of a [2, *shape] buffer. For every row, one loop runs the ceil(log2 n)
+passes: pass p (width w = 2^p, a loop variable) merges adjacent runs of w elements from half p%2 into half
+1-p%2, so the merge is emitted (and compiled by LLVM) once, whatever n is, and the two halves ping-pong in
+place in one buffer per operand. A merge takes the left element unless `less(right, left)` — the
 comparator inlined as scalar code with parameters (lhs0, rhs0, lhs1, rhs1, ...) — so equal keys keep
 their order: every sort is stable, which `is_stable=false` also allows. Complex operands are selected
 whole (`arith.select` on `complex<fN>`); their comparator orders them by real/imag parts, as jax's
 lexicographic one does (compare itself only has EQ/NE on complex). topk sorts (x, iota) by a
 built-in descending (or ascending) comparator — floats by total order, ties to the lower index —
-and keeps the first k; XLA's `TopK` custom call does the same with its comparator computation.
-"""
+and keeps the first k; XLA's `TopK` custom call does the same with its comparator computation."""
 
 from __future__ import annotations
 
@@ -37,45 +37,51 @@ def merge_sort(rw: Rewriter, xs: list[ir.Value], dim: int, less: Less) -> list[i
     if n <= 1 or 0 in shape:
         return list(xs)
     rows = [s for d, s in enumerate(shape) if d != dim]
-    history: list[list[ir.Value]] = [list(xs)]
-    width = 1
-    while width < n:
-        src = history[-1]
-        # The tensors of two passes ago are dead once the last pass has read them: write over them.
-        dst0 = history[-2] if len(history) > 2 else [rw.empty(shape, ir.RankedTensorType(x.type).element_type)
-                                                     for x in src]
-        blocks = -(-n // (2 * width))
+    passes = (n - 1).bit_length()  # ceil(log2 n)
+    # Each operand in half 0 of a [2, *shape] buffer; pass p reads half p%2 and writes half 1-p%2.
+    bufs = [tensor.InsertSliceOp(x, rw.empty([2, *shape], ir.RankedTensorType(x.type).element_type), [], [], [],
+                                 [0] * (len(shape) + 1), [1, *shape], [1] * (len(shape) + 1)).result
+            for x in xs]
 
-        def per_row(ivs: list[ir.Value], dst: list[ir.Value]) -> list[ir.Value]:
-            def at(i: ir.Value) -> list[ir.Value]:
-                return [*ivs[:dim], i, *ivs[dim:]]
+    def per_row(ivs: list[ir.Value], bufs: list[ir.Value]) -> list[ir.Value]:
+        def at(half: ir.Value, i: ir.Value) -> list[ir.Value]:
+            return [half, *ivs[:dim], i, *ivs[dim:]]
 
-            def per_block(bv: list[ir.Value], dst: list[ir.Value]) -> list[ir.Value]:
-                start = arith.muli(bv[0], _idx(2 * width))
-                mid = arith.minui(arith.addi(start, _idx(width)), _idx(n))
-                end = arith.minui(arith.addi(start, _idx(2 * width)), _idx(n))
-                merge = scf.ForOp(start, end, _idx(1), [start, mid, *dst])
+        sweep = scf.ForOp(_idx(0), _idx(passes), _idx(1), bufs)
+        with ir.InsertionPoint(sweep.body):
+            p = sweep.induction_variable
+            width = arith.shli(_idx(1), p)
+            src = arith.andi(p, _idx(1))
+            dst = arith.subi(_idx(1), src)
+            blocks = scf.ForOp(_idx(0), _idx(n), arith.shli(width, _idx(1)), list(sweep.inner_iter_args))
+            with ir.InsertionPoint(blocks.body):
+                start = blocks.induction_variable
+                mid = arith.minui(arith.addi(start, width), _idx(n))
+                end = arith.minui(arith.addi(mid, width), _idx(n))
+                merge = scf.ForOp(start, end, _idx(1), [start, mid, *blocks.inner_iter_args])
                 with ir.InsertionPoint(merge.body):
                     k = merge.induction_variable
                     i, j, *out = merge.inner_iter_args
                     last = _idx(n - 1)
-                    left = [tensor.ExtractOp(s, at(arith.minui(i, last))).result for s in src]
-                    right = [tensor.ExtractOp(s, at(arith.minui(j, last))).result for s in src]
+                    # Reading the source half of the buffers being written is exact: a pass only writes
+                    # the other half.
+                    left = [tensor.ExtractOp(o, at(src, arith.minui(i, last))).result for o in out]
+                    right = [tensor.ExtractOp(o, at(src, arith.minui(j, last))).result for o in out]
                     left_done = arith.cmpi(arith.CmpIPredicate.uge, i, mid)
                     right_open = arith.cmpi(arith.CmpIPredicate.ult, j, end)
                     take_right = arith.ori(left_done, arith.andi(right_open, less(right, left)))
-                    new = [tensor.InsertOp(arith.select(take_right, r, l), o, at(k)).result
+                    new = [tensor.InsertOp(arith.select(take_right, r, l), o, at(dst, k)).result
                            for r, l, o in zip(right, left, out)]
                     step = arith.select(take_right, _idx(1), _idx(0))
-                    one_minus = arith.subi(_idx(1), step)
-                    scf.YieldOp([arith.addi(i, one_minus), arith.addi(j, step), *new])
-                return list(merge.results)[2:]
+                    scf.YieldOp([arith.addi(i, arith.subi(_idx(1), step)), arith.addi(j, step), *new])
+                scf.YieldOp(list(merge.results)[2:])
+            scf.YieldOp(list(blocks.results))
+        return list(sweep.results)
 
-            return loop_nest([blocks], dst, per_block)
-
-        history.append(loop_nest(rows, list(dst0), per_row))
-        width *= 2
-    return history[-1]
+    sorted_bufs = loop_nest(rows, bufs, per_row)
+    return [tensor.ExtractSliceOp(ir.RankedTensorType.get(shape, ir.RankedTensorType(b.type).element_type), b,
+                                  [], [], [], [passes % 2, *[0] * len(shape)], [1, *shape], [1] * (len(shape) + 1)
+                                  ).result for b in sorted_bufs]
 
 
 def _comparator(rw: Rewriter, name: str) -> Less:
