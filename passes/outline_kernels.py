@@ -94,12 +94,12 @@ def descriptor_type(t: ir.Type) -> ir.Type | None:
     return ir.Type.parse(f"!llvm.struct<(ptr, ptr, i64{arrays})>")
 
 
-def _memref_at(ptr: ir.Value, t: ir.MemRefType, descriptor: ir.Type, consts: dict[int, ir.Value]) -> ir.Value:
-    """A memref of static type `t` over `ptr` (at the insertion point): its descriptor, every field but the
-    pointer a constant of the type (`consts`: the kernel's i64 constants, made once each)."""
+def _descriptor_of(ptr: ir.Value, t: ir.MemRefType, consts: dict[int, ir.Value]) -> ir.Value:
+    """The descriptor of a memref of static type `t` over `ptr` (at the insertion point), every field but
+    the pointer a constant of the type (`consts`: the function's i64 constants, made once each)."""
     i64 = ir.IntegerType.get_signless(64)
     strides, offset = t.get_strides_and_offset()
-    desc = llvm.PoisonOp(descriptor).result
+    desc = llvm.PoisonOp(descriptor_type(t)).result
     fields = [([0], ptr), ([1], ptr), ([2], offset)]
     fields += [([3, i], n) for i, n in enumerate(t.shape)] + [([4, i], n) for i, n in enumerate(strides)]
     for position, value in fields:
@@ -108,7 +108,7 @@ def _memref_at(ptr: ir.Value, t: ir.MemRefType, descriptor: ir.Type, consts: dic
                 consts[value] = llvm.ConstantOp(i64, ir.IntegerAttr.get(i64, value)).result
             value = consts[value]
         desc = llvm.InsertValueOp(desc, value, position).result
-    return builtin.UnrealizedConversionCastOp([t], [desc]).result
+    return desc
 
 
 class _Outliner:
@@ -173,10 +173,9 @@ class _Outliner:
         with op.location:
             body = kernel.add_entry_block()
         mapping: dict[ir.Value, ir.Value] = {}
-        consts: dict[int, ir.Value] = {}
         with ir.InsertionPoint(body), op.location:
             for v, d, a in zip(args, descriptors, body.arguments):
-                mapping[v] = a if d is None else _memref_at(a, ir.MemRefType(v.type), d, consts)
+                mapping[v] = a if d is None else builtin.UnrealizedConversionCastOp([v.type], [a]).result
             for v in cloned:
                 mapping[v] = v.owner.operation.clone().results[0]
             ret = func.ReturnOp([])
@@ -216,6 +215,21 @@ def kernels(module: ir.Module) -> list[tuple[ir.Operation, int]]:
     return [(op.operation, ir.IntegerAttr(op.operation.attributes[ELEMENTS_ATTR]).value)
             for op in module.body.operations
             if op.operation.name == "func.func" and KERNEL_ATTR in op.operation.attributes]
+
+
+def expand_pointer_arguments(module: ir.Module) -> None:
+    """Give each pointer argument's memref its descriptor (in place; for the LLVM conversion, which then
+    folds everything but the pointer away). Until then a kernel reads a pointer argument through one
+    `unrealized_conversion_cast` to its memref: the ~10 ops of a descriptor per argument doubled the op
+    count, and the time, of the loop passes in between (ssd_mobilenet)."""
+    ptr = llvm.PointerType.get()
+    for f, _ in kernels(module):
+        consts: dict[int, ir.Value] = {}
+        for op in f.regions[0].blocks[0].operations:
+            op = op.operation
+            if op.name == "builtin.unrealized_conversion_cast" and op.operands[0].type == ptr:
+                with ir.InsertionPoint(op), op.location:
+                    op.operands[0] = _descriptor_of(op.operands[0], ir.MemRefType(op.results[0].type), consts)
 
 
 def apply(module: ir.Module, profile: bool = False) -> None:
