@@ -10,7 +10,8 @@ scalar values the kernel reads from outside become its arguments; constants are 
 loop bounds and strides stay known to LLVM.
 
 A memref of static shape, strides and offset (nearly all of them) is passed as its aligned pointer alone
-(`!llvm.ptr`); the kernel rebuilds the descriptor from its type, which LLVM folds away. Passing full
+(`!llvm.ptr`); the kernel casts it to its memref, whose descriptor `expand_pointer_arguments` builds from the
+type just before the LLVM conversion, and which the conversion folds away. Passing full
 descriptors (two pointers, offset, sizes, strides: 23 values for a 7-d memref) made the calls and the
 descriptor glue around them half of ssd_mobilenet's LLVM IR, all in the entry function, the biggest one
 LLVM compiles. Memrefs with a dynamic size, stride or offset keep the full descriptor.
