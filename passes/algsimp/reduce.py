@@ -52,22 +52,26 @@ def _combine_init(ctx: Ctx, op: ir.Operation, reducer: str, x: ir.Value) -> ir.V
     return ctx.new(op, reducer, [init, x], out)
 
 
-def _reshaped(ctx: Ctx, op: ir.Operation, x: ir.Value) -> ir.Value:
-    out = array(op.results[0])
-    assert out is not None
-    return x if x.type == op.results[0].type else ctx.new(op, "reshape", [x], ArrayType(out.element, out.dims))
-
-
 @rule("reduce")
-def reduce_trivial(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
-    """A reduce over no dims, or only size-1 dims, combines each element with init once: reducer(init, x)."""
+def reduce_combining_nothing(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
+    """A reduce (also variadic) with one operand element per result element (no dims, or only size-1 dims
+    reduced) -> reshapes of its operands: init and computation go unused, as XLA:CPU and both our backends
+    compute it (`traits.reduce_combines_nothing`)."""
+    n = len(op.operands) // 2
     src = array(op.operands[0])
-    reducer = ctx.reducer(op)
-    if len(op.operands) != 2 or src is None or reducer is None or not default_layout(op, producer(op.operands[0])):
+    result = edit.type_of(op.results[0])
+    outs = result.elements if isinstance(result, TupleType) else (result,)
+    if n < 1 or src is None or len(outs) != n or not default_layout(op, *(producer(v) for v in op.operands[:n])):
         return None
-    if any(src.dims[d] != 1 for d in attrs(op)["dimensions"]):
+    if not traits.reduce_combines_nothing(src.dims, attrs(op)["dimensions"]):
         return None
-    return _combine_init(ctx, op, reducer, _reshaped(ctx, op, op.operands[0]))
+    parts = []
+    for x, t in zip(op.operands[:n], outs):
+        xt = array(x)
+        if not isinstance(t, ArrayType) or xt is None or xt.element != t.element:
+            return None
+        parts.append(x if xt.dims == t.dims else ctx.new(op, "reshape", [x], t))
+    return ctx.new(op, "tuple", parts, result) if isinstance(result, TupleType) else same_type(op, parts[0])
 
 
 @rule("reduce")
@@ -226,34 +230,6 @@ def _independent_reducers(ctx: Ctx, op: ir.Operation, n: int) -> list[str] | Non
             return None
         kinds.append(opcode)
     return kinds
-
-
-@rule("reduce")
-def variadic_reduce_trivial(ctx: Ctx, op: ir.Operation) -> ir.Value | None:
-    """A variadic reduce over no dims or only size-1 dims whose computation combines each operand on its
-    own (`tuple(op_i(acc_i, x_i))`) -> tuple(op_i(init_i, x_i)): each element is combined with init once."""
-    n = len(op.operands) // 2
-    result = edit.type_of(op.results[0])
-    src = array(op.operands[0])
-    if n < 2 or src is None or not isinstance(result, TupleType) or not default_layout(op):
-        return None
-    if any(src.dims[d] != 1 for d in attrs(op)["dimensions"]):
-        return None
-    kinds = _independent_reducers(ctx, op, n)
-    if kinds is None:
-        return None
-    parts = []
-    for kind, x, init, t in zip(kinds, op.operands[:n], op.operands[n:], result.elements):
-        xt = array(x)
-        if not isinstance(t, ArrayType) or xt is None or xt.element != t.element:
-            return None
-        if edit.type_of(init) != ArrayType(t.element, ()):
-            return None
-        flat = x if xt.dims == t.dims else ctx.new(op, "reshape", [x], t)
-        wide = ctx.new(op, "broadcast", [init], t, {"dimensions": ()}) if t.rank else init
-        parts.append(ctx.new(op, kind, [wide, flat], t))
-    return ctx.new(op, "tuple", parts, result)
-
 
 
 def _init_absorbs_itself(op: ir.Operation, reducer: str) -> bool:
