@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import ml_dtypes
@@ -323,6 +324,81 @@ def test_cache_key_covers_the_c_runtime_dialect_and_grammar() -> None:
     names = {path.name for _, path in source_files()}
     assert {"support.c", "hlo.lark", "jit.py", "lower_to_llvm.py"} <= names
     assert any(name.endswith(".mlir") for name in names)
+
+
+def _identity_of(files: list[Path], monkeypatch: pytest.MonkeyPatch) -> str:
+    """The compiler identity as a new process computes it, over `files` instead of the compiler's sources."""
+    from hlo_mlir.runtime import cache
+
+    monkeypatch.setattr(cache, "source_files", lambda: [(files[0].parent, f) for f in files])
+    cache._compiler_identity.cache_clear()
+    try:
+        return cache._compiler_identity()
+    finally:
+        cache._compiler_identity.cache_clear()
+
+
+def _same_size_edit(path: Path, text: str) -> None:
+    """Rewrite `path` with `text` (as long as before) and put its mtime back, as `cp -p` or a restore might."""
+    st = path.stat()
+    path.write_text(text)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_cache_key_sees_an_edit_the_stamp_could_hide(tmp_path: Path, cache_dir: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edit that keeps the size and puts the mtime back still misses: a file changed in the last
+    seconds is never taken from the stamp, and an older one is rehashed when its ctime moved."""
+    from hlo_mlir.runtime import cache
+
+    files = [tmp_path / "a.py", tmp_path / "b.c"]
+    files[0].write_text("x = 1\n")
+    files[1].write_text("int f;\n")
+    first = _identity_of(files, monkeypatch)
+    _same_size_edit(files[0], "x = 2\n")
+    second = _identity_of(files, monkeypatch)
+    assert second != first
+    monkeypatch.setattr(cache, "_SETTLED_NS", -1)  # trust files hashed this instant, as if they were old
+    assert _identity_of(files, monkeypatch) == second and (cache_dir / "sources.stamp").exists()
+    time.sleep(0.05)  # past the clock tick of the last change, so only ctime can tell this edit apart
+    _same_size_edit(files[0], "x = 1\n")
+    assert _identity_of(files, monkeypatch) == first
+
+
+def test_cache_key_reads_only_files_whose_stat_changed(tmp_path: Path, cache_dir: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from hlo_mlir.runtime import cache
+
+    monkeypatch.setattr(cache, "_SETTLED_NS", -1)  # trust files hashed this instant, as if they were old
+    files = [tmp_path / "a.py", tmp_path / "b.c"]
+    files[0].write_text("x = 1\n")
+    files[1].write_text("int f;\n")
+    first = _identity_of(files, monkeypatch)
+    read: list[Path] = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self) or real(self))
+    assert _identity_of(files, monkeypatch) == first and read == []
+    files[1].write_text("int f, g;\n")
+    assert _identity_of(files, monkeypatch) != first and read == [files[1]]
+
+
+def test_libgcc_path_is_remembered_per_compiler(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cc -print-libgcc-file-name` runs once per compiler driver, not once per process."""
+    from hlo_mlir.runtime import native
+
+    cc = native._cc()
+    native._libgcc.cache_clear()
+    path = native._libgcc(cc)
+    assert (cache_dir / "libgcc.stamp").exists()
+    native._libgcc.cache_clear()
+    monkeypatch.setattr(native.subprocess, "run", lambda *a, **k: pytest.fail("asked cc again"))
+    assert native._libgcc(cc) == path
+    native._libgcc.cache_clear()
+    monkeypatch.setattr(native, "_stat_key", lambda p: None if p == os.path.realpath(cc) else native.cache.stat_key(
+        os.stat(p)))
+    with pytest.raises(pytest.fail.Exception, match="asked cc again"):
+        native._libgcc(cc)
+    native._libgcc.cache_clear()
 
 
 def test_split_build_reports_parts_to_the_progress_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,10 @@ source (any edit of the lowering must miss), the LLVM version, the host CPU and 
 directory is `$HLO_MLIR_CACHE_DIR`, else `$XDG_CACHE_HOME/hlo-mlir`, else `~/.cache/hlo-mlir`;
 `HLO_MLIR_NO_CACHE=1` (or `hlo-run --no-cache`) turns it off. Entries are written atomically (objects
 first, metadata last), so a crash or Ctrl-C never leaves an entry that looks complete.
+
+Two small stamp files beside the entries save every process work the key and the linker need: the digest of
+each compiler source under its stat (`sources.stamp`: only files whose stat changed are read and hashed again)
+and the path of libgcc.a under the stat of the C compiler that named it (`libgcc.stamp`, runtime/native.py).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import pickle
 import platform
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +66,47 @@ def source_files() -> list[tuple[Path, Path]]:
     from hlo_mlir import dialects, passes
 
     roots = [Path(__file__).parents[1], Path(dialects.__file__).parent, Path(passes.__file__).parent]
-    return [(root, p) for root in roots for p in sorted(root.rglob("*")) if p.suffix in _SOURCES]
+    found = []
+    for root in roots:
+        for folder, subdirs, names in os.walk(root):
+            subdirs[:] = [d for d in subdirs if d != "__pycache__"]  # bytecode only: skip listing it
+            found += [(root, Path(folder, name)) for name in names if os.path.splitext(name)[1] in _SOURCES]
+    return sorted(found, key=lambda rp: (str(rp[0]), rp[1]))
+
+
+# A file's digest is trusted from the stamp only while its stat matches and it was already old when hashed: an
+# edit within the timestamp granularity of the hashing (the same size, the same mtime) is hashed again.
+_SETTLED_NS = 2_000_000_000
+_STAMP = "sources.stamp"
+
+
+def stat_key(st: os.stat_result) -> tuple[int, ...]:
+    """What any write or replacement of a file changes: ctime cannot be set back by `touch` or `cp -p`."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _source_digests(paths: list[Path]) -> list[bytes]:
+    """sha256 of each file, from the stamp in the cache directory for files whose stat is unchanged since they
+    were hashed (hashing ~170 files cost every process ~30 ms); the stamp is rewritten when anything changed."""
+    stamp_path = directory() / _STAMP if enabled() else None
+    loaded = recall(stamp_path) if stamp_path is not None else None
+    stamp: dict[str, tuple[tuple[int, ...], bytes]] = loaded if isinstance(loaded, dict) else {}
+    now = time.time_ns()
+    fresh: dict[str, tuple[tuple[int, ...], bytes]] = {}
+    digests = []
+    for path in paths:
+        st = path.stat()
+        seen = stamp.get(str(path))
+        if isinstance(seen, tuple) and len(seen) == 2 and seen[0] == stat_key(st):
+            digest = seen[1]
+        else:
+            digest = hashlib.sha256(path.read_bytes()).digest()
+        if now - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_NS:
+            fresh[str(path)] = (stat_key(st), digest)
+        digests.append(digest)
+    if stamp_path is not None and fresh != stamp:
+        remember(stamp_path, fresh)
+    return digests
 
 
 @functools.cache
@@ -70,9 +115,10 @@ def _compiler_identity() -> str:
     import llvm
 
     h = hashlib.sha256()
-    for root, path in source_files():
+    files = source_files()
+    for (root, path), digest in zip(files, _source_digests([path for _, path in files])):
         h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
+        h.update(digest)
     llc = Path(next(iter(llvm.__path__))) / "bin" / "llc"
     st = llc.stat() if llc.exists() else None
     h.update(f"{FORMAT}|{platform.machine()}|{st.st_size if st else 0}|{st.st_mtime_ns if st else 0}".encode())
@@ -114,10 +160,32 @@ def lookup(k: str) -> tuple[dict[str, Any], list[bytes], bool] | None:
 
 
 def _write(path: Path, value: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=directory(), prefix=".cache-")
-    with os.fdopen(fd, "wb") as f:
-        pickle.dump(value, f)
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cache-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(value, f)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def remember(path: Path, value: Any) -> None:
+    """Write a small stamp file atomically; a failure (a full disk, a read-only directory) only costs the
+    next process the work the stamp would have saved, so it is not an error."""
+    try:
+        _write(path, value)
+    except OSError:
+        pass
+
+
+def recall(path: Path) -> Any:
+    """What `remember` wrote at `path`, or None (missing, unreadable or from another version)."""
+    try:
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
+        return None
 
 
 def store(k: str, meta: dict[str, Any], objects: list[bytes], openmp: bool) -> None:

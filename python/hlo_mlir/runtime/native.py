@@ -35,6 +35,7 @@ from typing import Any
 from hlo_mlir import progress
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.passes.lower_to_llvm import interruptible
+from hlo_mlir.runtime import cache
 
 TRIPLE = "x86_64-unknown-linux-gnu"
 # Features LLVM 22 mis-selects on vector bf16 arithmetic; nothing we emit needs them.
@@ -355,12 +356,30 @@ def set_threads(n: int) -> None:
 
 @functools.cache
 def _libgcc(cc: str) -> str:
-    """libgcc.a: the compiler builtins LLVM calls (`__truncdfhf2` and the other f16 conversions)."""
+    """libgcc.a: the compiler builtins LLVM calls (`__truncdfhf2` and the other f16 conversions). Asking `cc`
+    costs every process ~12 ms, so the answer is kept in the cache directory under the stat of the compiler
+    driver `cc` resolves to (an upgraded or switched compiler asks again) and of the archive it named."""
+    driver = os.path.realpath(cc)
+    stamp = cache.directory() / "libgcc.stamp" if cache.enabled() else None
+    seen = cache.recall(stamp) if stamp is not None else None
+    known = (driver, _stat_key(driver))
+    if isinstance(seen, tuple) and len(seen) == 3 and seen[0] == known and seen[2] == _stat_key(seen[1]):
+        return seen[1]
     proc = subprocess.run([cc, "-print-libgcc-file-name"], capture_output=True, text=True, check=False)
     path = proc.stdout.strip()
     if proc.returncode or not os.path.exists(path):
         raise HloError(f"jit: '{cc} -print-libgcc-file-name' did not name libgcc.a (needed for f16 conversions)")
+    if stamp is not None:
+        cache.remember(stamp, (known, path, _stat_key(path)))
     return path
+
+
+def _stat_key(path: str) -> tuple[int, ...] | None:
+    """The identity and last change of a file (None if it is gone): what a reinstall or an upgrade changes."""
+    try:
+        return cache.stat_key(os.stat(path))
+    except OSError:
+        return None
 
 
 @functools.cache
