@@ -354,3 +354,30 @@ def test_an_attribute_the_reader_would_drop_is_a_located_error(part: str, attr: 
     m = re.match(r"<string>:(\d+):(\d+): error: the built-in StableHLO reader does not cover (.*)", str(err.value))
     assert m is not None and m.group(3).startswith(what), str(err.value)
     assert int(m.group(1)) == line and col <= int(m.group(2)) < col + len(at), str(err.value)
+
+
+def test_attributes_of_ops_written_as_several_instructions_are_kept(no_xla: None) -> None:
+    """Constants (a splat is a broadcast), tuples and CHLO decompositions carry the op's frontend attributes
+    on the instruction that is the op's value; an attribute they do not know is an error, not dropped."""
+    text = """module @m {
+  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32>) {
+    %c = stablehlo.constant {mhlo.frontend_attributes = {k = "splat"}} dense<2.0> : tensor<4xf32>
+    %d = stablehlo.constant {mhlo.frontend_attributes = {k = "scalar"}} dense<1.0> : tensor<f32>
+    %0 = stablehlo.add %arg0, %c : tensor<4xf32>
+    %1 = chlo.erf_inv %0 {mhlo.frontend_attributes = {k = "chlo"}} : tensor<4xf32> -> tensor<4xf32>
+    %t = stablehlo.tuple %1, %d {mhlo.frontend_attributes = {k = "tuple"}} : tuple<tensor<4xf32>, tensor<f32>>
+    %2 = stablehlo.get_tuple_element %t[0] : (tuple<tensor<4xf32>, tensor<f32>>) -> tensor<4xf32>
+    return %2 : tensor<4xf32>
+  }
+}
+"""
+    hlo = hlo_mlir.load(text).to_hlo()
+    assert re.search(r"%c = f32\[4\] broadcast\([^\n]*, frontend_attributes=\{k=\"splat\"\}\n", hlo), hlo
+    assert 'constant(1), frontend_attributes={k="scalar"}' in hlo
+    assert re.search(r"%v1 = f32\[4\] [^\n]*, frontend_attributes=\{k=\"chlo\"\}\n", hlo), hlo
+    assert 'tuple(f32[4] %v1, f32[] %d), frontend_attributes={k="tuple"}' in hlo
+    for unknown in ('{foo = 1 : i32} dense<2.0>', ' {foo = 1 : i32} : tuple'):
+        bad = text.replace('{mhlo.frontend_attributes = {k = "splat"}} dense<2.0>' if "dense" in unknown else
+                           ' {mhlo.frontend_attributes = {k = "tuple"}} : tuple', unknown)
+        with pytest.raises(hlo_mlir.HloError, match=r"does not cover attribute foo \(stablehlo\.(constant|tuple)\)"):
+            hlo_mlir.load(bad)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from hlo_mlir.frontend.stablehlo_ops import emit, ints, rule
+from hlo_mlir.frontend.stablehlo_ops import common_attrs, emit, ints, rule
 from hlo_mlir.frontend.stablehlo_reader import Op, Writer, hlo_shape
 
 # CHLO ops that are HLO opcodes XLA:CPU runs.
@@ -63,12 +63,14 @@ class _Expr:
         return acc
 
     def done(self, value: str) -> list[str]:
-        """The lines, the last one renamed to the op's result."""
+        """The lines, the last one renamed to the op's result (with the op's sharding and frontend
+        attributes)."""
         last = self.lines.pop()
+        suffix = common_attrs(self.op)
         if not last.startswith(value + " = "):
             self.lines.append(last)
-            return [*self.lines, f"{self.op.results[0]} = {self.shape} copy({value})"]
-        return [*self.lines, self.op.results[0] + last[len(value):]]
+            return [*self.lines, f"{self.op.results[0]} = {self.shape} copy({value}){suffix}"]
+        return [*self.lines, self.op.results[0] + last[len(value):] + suffix]
 
 
 def _unary(op: Op) -> tuple[_Expr, str]:

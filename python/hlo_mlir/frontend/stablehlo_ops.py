@@ -211,16 +211,18 @@ def _constant(op: Op, w: Writer) -> list[str]:
     body = dense[len("dense<"):-1]
     element = shape.split("[")[0]
     res = op.results[0]
+    suffix = common_attrs(op)  # on the instruction that is the op's value
     if not body:  # no elements
-        return [f"{res} = {shape} constant({_empty_literal([int(d) for d in re.findall(r'[0-9]+', shape.split('[')[1])])})"]
+        dims = [int(d) for d in re.findall(r"[0-9]+", shape.split("[")[1])]
+        return [f"{res} = {shape} constant({_empty_literal(dims)}){suffix}"]
     splat = not body.startswith("[") and not (body.startswith("(") and body.count("(") > 1)
     if shape.endswith("[]") or splat:  # a splat: scalar constant, then broadcast
         value = _literal(body, element)
         if shape.endswith("[]"):
-            return [f"{res} = {shape} constant({value})"]
+            return [f"{res} = {shape} constant({value}){suffix}"]
         return [f"{res}.splat = {element}[] constant({value})",
-                f"{res} = {shape} broadcast({res}.splat), dimensions={{}}"]
-    return [f"{res} = {shape} constant({_literal(body, element)})"]
+                f"{res} = {shape} broadcast({res}.splat), dimensions={{}}{suffix}"]
+    return [f"{res} = {shape} constant({_literal(body, element)}){suffix}"]
 
 
 _PRECISIONS = {"DEFAULT": "default", "HIGH": "high", "HIGHEST": "highest"}
@@ -354,8 +356,10 @@ def _while(op: Op, w: Writer) -> list[str]:
         w.computations.append([(f"{comp} {{", None), *[("  " + t, pos) for t, pos in lines], ("}", None)])
         names.append(comp)
     inits = ", ".join(init for _, init in pairs)
+    if len(shapes) == 1 and "mhlo.sharding" in op.attrs:  # the loop is over a 1-tuple: its sharding is not this
+        raise op.unsupported("mhlo.sharding of a one-value while")
     out = [f"{res}.init = {tuple_shape} tuple({inits})",
-           f"{res}.loop = {tuple_shape} while({res}.init), condition={names[0]}, body={names[1]}"]
+           f"{res}.loop = {tuple_shape} while({res}.init), condition={names[0]}, body={names[1]}{common_attrs(op)}"]
     if len(op.results) == 1:
         return [*out, f"{res} = {shapes[0]} get-tuple-element({res}.loop), index=0"]
     return [*out, *[f"{r} = {s} get-tuple-element({res}.loop), index={i}"
@@ -582,7 +586,8 @@ def _cholesky(op: Op, w: Writer) -> list[str]:
 
 @rule("stablehlo.tuple")
 def _tuple(op: Op, w: Writer) -> list[str]:
-    return [f"{op.results[0]} = ({', '.join(w.shapes[v] for v in op.operands)}) tuple({', '.join(op.operands)})"]
+    shapes = ", ".join(w.shapes[v] for v in op.operands)
+    return [f"{op.results[0]} = ({shapes}) tuple({', '.join(op.operands)}){common_attrs(op)}"]
 
 
 @rule("stablehlo.get_tuple_element")
