@@ -382,23 +382,29 @@ def test_cache_key_reads_only_files_whose_stat_changed(tmp_path: Path, cache_dir
     assert _identity_of(files, monkeypatch) != first and read == [files[1]]
 
 
-def test_libgcc_path_is_remembered_per_compiler(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`cc -print-libgcc-file-name` runs once per compiler driver, not once per process."""
+def test_libgcc_path_and_symbols_are_remembered(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cc -print-libgcc-file-name` runs, and libgcc.a's index is read, once per compiler, not once per process;
+    a changed compiler driver asks again."""
     from hlo_mlir.runtime import native
 
     cc = native._cc()
     native._libgcc.cache_clear()
-    path = native._libgcc(cc)
-    assert (cache_dir / "libgcc.stamp").exists()
+    native._libgcc_symbols.cache_clear()
+    path, symbols = native._libgcc(cc), native._libgcc_symbols()
+    assert b"__truncdfhf2" in symbols
+    assert {"libgcc.stamp", "libgcc-symbols.stamp"} <= {p.name for p in cache_dir.iterdir()}
     native._libgcc.cache_clear()
+    native._libgcc_symbols.cache_clear()
     monkeypatch.setattr(native.subprocess, "run", lambda *a, **k: pytest.fail("asked cc again"))
-    assert native._libgcc(cc) == path
+    monkeypatch.setattr(native, "_archive_symbols", lambda p: pytest.fail("read the archive again"))
+    assert native._libgcc(cc) == path and native._libgcc_symbols() == symbols
     native._libgcc.cache_clear()
-    monkeypatch.setattr(native, "_stat_key", lambda p: None if p == os.path.realpath(cc) else native.cache.stat_key(
-        os.stat(p)))
+    driver = os.path.realpath(cc)
+    monkeypatch.setattr(native, "_stat_key", lambda p: None if p == driver else native.cache.stat_key(os.stat(p)))
     with pytest.raises(pytest.fail.Exception, match="asked cc again"):
         native._libgcc(cc)
     native._libgcc.cache_clear()
+    native._libgcc_symbols.cache_clear()
 
 
 def test_split_build_reports_parts_to_the_progress_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,9 +7,10 @@ directory is `$HLO_MLIR_CACHE_DIR`, else `$XDG_CACHE_HOME/hlo-mlir`, else `~/.ca
 `HLO_MLIR_NO_CACHE=1` (or `hlo-run --no-cache`) turns it off. Entries are written atomically (objects
 first, metadata last), so a crash or Ctrl-C never leaves an entry that looks complete.
 
-Two small stamp files beside the entries save every process work the key and the linker need: the digest of
+Small stamp files beside the entries save every process work the key and the linker need: the digest of
 each compiler source under its stat (`sources.stamp`: only files whose stat changed are read and hashed again)
-and the path of libgcc.a under the stat of the C compiler that named it (`libgcc.stamp`, runtime/native.py).
+and, through `remembered`, the path of libgcc.a under the stat of the C compiler that named it and the
+symbols of that archive under its stat (`libgcc.stamp`, `libgcc-symbols.stamp`: runtime/native.py).
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+T = TypeVar("T")
 FORMAT = 2  # 2: object files linked in process (1: shared libraries)
 
 
@@ -186,6 +189,19 @@ def recall(path: Path) -> Any:
             return pickle.load(f)
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
         return None
+
+
+def remembered(name: str, key: Any, compute: Callable[[], T]) -> T:
+    """`compute()`, or what it returned in an earlier process under the same `key` (the stat of the files it
+    read), kept in `<cache dir>/<name>.stamp`; without a usable cache, always `compute()`."""
+    path = directory() / f"{name}.stamp" if enabled() else None
+    seen = recall(path) if path is not None else None
+    if isinstance(seen, tuple) and len(seen) == 2 and seen[0] == key:
+        return seen[1]
+    value = compute()
+    if path is not None:
+        remember(path, (key, value))
+    return value
 
 
 def store(k: str, meta: dict[str, Any], objects: list[bytes], openmp: bool) -> None:
