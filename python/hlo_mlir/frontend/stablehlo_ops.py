@@ -13,15 +13,7 @@ import re
 import struct
 from collections.abc import Callable
 
-from hlo_mlir.frontend.stablehlo_reader import (
-    Op,
-    Unsupported,
-    Writer,
-    frontend_entries,
-    hlo_shape,
-    symbol_name,
-    value_name,
-)
+from hlo_mlir.frontend.stablehlo_reader import Op, Unsupported, Writer, frontend_entries, hlo_shape
 
 Rule = Callable[[Op, Writer], list[str]]
 RULES: dict[str, Rule] = {}
@@ -318,85 +310,6 @@ def _reduce(op: Op, w: Writer) -> list[str]:
     return emit(op, "reduce", inputs + inits, f"dimensions={_braces(dims)}, to_apply={comp}", known=("dimensions",))
 
 
-@rule("call", "func.call")
-def _call(op: Op, w: Writer) -> list[str]:
-    callee = symbol_name(op.props["callee"] if op.generic else next(str(t) for t in op.items if t.type == "SYMBOL"))
-    if callee not in w.functions:
-        raise op.unsupported(f"call of unknown function @{callee}")
-    composite = ", is_composite=true" if op.attrs.get("mhlo.is_composite") == "true" else ""
-    return emit(op, "call", op.operands, f"to_apply={callee}{composite}", known=("mhlo.is_composite",))
-
-
-@rule("stablehlo.while")
-def _while(op: Op, w: Writer) -> list[str]:
-    """`%r:N = stablehlo.while(%it = %init, ...) : T... cond {...} do {...}`: a while over the tuple of the
-    loop values; cond and do become computations that unpack it."""
-    if op.generic:  # the loop values are the regions' block arguments
-        pairs = [(name, init) for (name, _), init in zip(op.regions[0].args, op.operands)]
-    else:
-        pairs = [(value_name(it), value_name(init)) for it, init in re.findall(r"(%[\w.$#-]+) = (%[\w.$#-]+)",
-                                                                                 op.text)]
-    shapes = [hlo_shape(t) for t in op.types_in]
-    if len(pairs) != len(shapes) or len(shapes) != len(op.results) or len(op.regions) != 2:
-        raise op.unsupported("this form of while")
-    res = op.base
-    tuple_shape = f"({', '.join(shapes)})"
-    names = []
-    for part, region in (("cond", op.regions[0]), ("body", op.regions[1])):
-        comp = w.unique(f"{res}.{part}")
-        lines = [(f"{comp}.p = {tuple_shape} parameter(0)", (op.line, op.col))]
-        defined = {}
-        if op.generic and region.args:
-            pairs = [(name, init) for (name, _), (_, init) in zip(region.args, pairs)]
-        for i, ((name, _), shape) in enumerate(zip(pairs, shapes)):
-            defined[name] = len(lines)
-            w.shapes[name] = shape
-            lines.append((f"{name} = {shape} get-tuple-element({comp}.p), index={i}", (op.line, op.col)))
-        w.block(region.ops, lines, defined, comp, tuple_result=part == "body")
-        w.computations.append([(f"{comp} {{", None), *[("  " + t, pos) for t, pos in lines], ("}", None)])
-        names.append(comp)
-    inits = ", ".join(init for _, init in pairs)
-    if len(shapes) == 1 and "mhlo.sharding" in op.attrs:  # the loop is over a 1-tuple: its sharding is not this
-        raise op.unsupported("mhlo.sharding of a one-value while")
-    out = [f"{res}.init = {tuple_shape} tuple({inits})",
-           f"{res}.loop = {tuple_shape} while({res}.init), condition={names[0]}, body={names[1]}{common_attrs(op)}"]
-    if len(op.results) == 1:
-        return [*out, f"{res} = {shapes[0]} get-tuple-element({res}.loop), index=0"]
-    return [*out, *[f"{r} = {s} get-tuple-element({res}.loop), index={i}"
-                    for i, (r, s) in enumerate(zip(op.results, shapes))]]
-
-
-@rule("stablehlo.case")
-def _case(op: Op, w: Writer) -> list[str]:
-    """`"stablehlo.case"(%i) ({...}, ...)`: a conditional whose branch k takes the tuple of the values
-    branch k reads from outside."""
-    from hlo_mlir.frontend.stablehlo_reader import free_values
-
-    res = op.base
-    index = op.operands[0]
-    branches, operands, out = [], [], []
-    for k, region in enumerate(op.regions):
-        free = free_values(region.ops, w.source)
-        comp = w.unique(f"{res}.branch{k}")
-        types = []
-        for v in free:
-            if v not in w.shapes:
-                raise op.unsupported(f"a region reading {v}, whose type is not known here")
-            types.append(w.shapes[v])
-        arg_shape = f"({', '.join(types)})"
-        lines = [(f"{comp}.p = {arg_shape} parameter(0)", (op.line, op.col))]
-        defined: dict[str, int] = {}
-        for i, (v, t) in enumerate(zip(free, types)):
-            defined[v] = len(lines)
-            lines.append((f"{v} = {t} get-tuple-element({comp}.p), index={i}", (op.line, op.col)))
-        w.block(region.ops, lines, defined, comp, tuple_result=len(op.results) > 1)
-        w.computations.append([(f"{comp} {{", None), *[("  " + t, pos) for t, pos in lines], ("}", None)])
-        out.append(f"{comp}.args = {arg_shape} tuple({', '.join(free)})")
-        branches.append(comp)
-        operands.append(f"{comp}.args")
-    return out + emit(op, "conditional", [index, *operands], f"branch_computations={{{', '.join(branches)}}}")
-
-
 def _dimension_numbers(text: str, required: tuple[str, ...]) -> dict[str, list[int] | int]:
     """`#stablehlo.gather<offset_dims = [1], index_vector_dim = 1>` as {name: ints or int}; the `required`
     lists, which the text leaves out when empty, as []."""
@@ -625,4 +538,4 @@ def _composite(op: Op, w: Writer) -> list[str]:
     return composite(op, w)
 
 
-from hlo_mlir.frontend import stablehlo_chlo  # noqa: F401  (registers the CHLO rules)
+from hlo_mlir.frontend import stablehlo_chlo, stablehlo_control_flow  # noqa: F401  (they register their rules)

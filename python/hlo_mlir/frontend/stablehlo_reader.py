@@ -1,7 +1,8 @@
 """Our own reader of StableHLO text (no jaxlib needed): the Lark grammar `stablehlo.lark` reads the
 module's structure, this file turns functions, blocks and regions into HLO computations, and the rule
-table of `stablehlo_ops.py` (CHLO ops: `stablehlo_chlo.py`) writes each op as HLO text, which our HLO
-front end then parses (it holds the op knowledge: shapes, attributes, verification).
+table of `stablehlo_ops.py` (control flow: `stablehlo_control_flow.py`, CHLO ops: `stablehlo_chlo.py`)
+writes each op as HLO text, which our HLO front end then parses (it holds the op knowledge: shapes,
+attributes, verification).
 
 What it does not know (an op without a rule, an attribute it would have to drop) raises `Unsupported`
 at the op, so the caller can say so, and only then use XLA's translation (stablehlo.py).
