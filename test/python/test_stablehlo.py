@@ -381,3 +381,27 @@ def test_attributes_of_ops_written_as_several_instructions_are_kept(no_xla: None
                            ' {mhlo.frontend_attributes = {k = "tuple"}} : tuple', unknown)
         with pytest.raises(hlo_mlir.HloError, match=r"does not cover attribute foo \(stablehlo\.(constant|tuple)\)"):
             hlo_mlir.load(bad)
+
+
+def test_while_attributes_are_kept_on_the_loop(no_xla: None) -> None:
+    """A while's frontend attributes go on HLO's while; its mhlo.sharding for one value cannot (the loop is over
+    a 1-tuple), so that is an error rather than dropped."""
+    text = """module @m {
+  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32>) {
+    %0 = "stablehlo.while"(%arg0) ({
+    ^bb0(%it: tensor<4xf32>):
+      %c = stablehlo.constant dense<false> : tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }, {
+    ^bb0(%it: tensor<4xf32>):
+      stablehlo.return %it : tensor<4xf32>
+    }) {mhlo.frontend_attributes = {k = "while"}} : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+    hlo = hlo_mlir.load(text).to_hlo()
+    assert re.search(r" while\([^\n]*, frontend_attributes=\{k=\"while\"\}\n", hlo), hlo
+    sharded = text.replace('{mhlo.frontend_attributes = {k = "while"}}', '{mhlo.sharding = "{replicated}"}')
+    with pytest.raises(hlo_mlir.HloError, match=r"<string>:3:5: error: .* mhlo.sharding of a one-value while"):
+        hlo_mlir.load(sharded)
