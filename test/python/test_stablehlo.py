@@ -322,6 +322,13 @@ def test_function_execution_thread_is_kept_as_xla_keeps_it(no_xla: None) -> None
     hlo = hlo_mlir.load(text).to_hlo()
     assert re.search(r'\n\}, execution_thread="host"\n\nENTRY', hlo), hlo
     assert '}, execution_thread="host"' in oracle.stablehlo_to_hlo(text)
+    from hlo_mlir.frontend.stablehlo import module_to_stablehlo
+
+    printed = module_to_stablehlo(hlo_mlir.load(hlo).mlir)  # and back: our printer writes it as the attribute
+    assert 'func.func private @g(%arg0: tensor<4xf32>) -> tensor<4xf32> attributes {execution_thread = "host"}' \
+        in printed
+    assert '}, execution_thread="host"' in hlo_mlir.load(printed).to_hlo()
+    assert '}, execution_thread="host"' in oracle.stablehlo_to_hlo(printed)
 
 
 @pytest.mark.parametrize(("part", "attr", "what"), [

@@ -246,8 +246,24 @@ def _function(printer: _Printer, fn: ir.Operation, entry: bool) -> list[str]:
     f.lines.append(f'    "func.return"({", ".join(values)}) : ({", ".join(types)}) -> ()')
     results = types[0] if len(types) == 1 else f"({', '.join(types)})"
     visibility = "public" if entry else "private"
-    head = f"  func.func {visibility} @{_symbol('main' if entry else name)}({', '.join(args)}) -> {results} {{"
+    own = _function_attrs(fn, name)
+    head = (f"  func.func {visibility} @{_symbol('main' if entry else name)}({', '.join(args)}) -> {results}"
+            f"{' attributes {' + own + '}' if own else ''} {{")
     return [head, *f.lines, "  }"]
+
+
+def _function_attrs(fn: ir.Operation, name: str) -> str:
+    """A computation's own HLO attributes as the function's: its execution_thread, which XLA's translation
+    (and our reader) read back onto the computation; any other is an error, not dropped."""
+    if MODULE_ATTRS not in fn.attributes:
+        return ""
+    out = []
+    for a in ir.DictAttr(fn.attributes[MODULE_ATTRS]):
+        value = decode_all({a.name: a.attr})[a.name]
+        if a.name != "execution_thread":
+            raise HloError(f"computation '{name}': attribute '{a.name}' has no StableHLO form here")
+        out.append(f"execution_thread = {value}")
+    return ", ".join(out)
 
 
 def _kept_attrs(attr: ir.Attribute, what: str, module: bool = False) -> str:
