@@ -4,10 +4,9 @@ device (interpreter and JIT); a Python callback says it is not in the dump and h
 
 from __future__ import annotations
 
+import hlo_mlir
 import numpy as np
 import pytest
-
-import hlo_mlir
 from hlo_mlir.interpreter import register_custom_call
 from hlo_mlir.interpreter.ops_control import CUSTOM_CALLS
 
