@@ -3,9 +3,10 @@ conditions XLA itself assumes, which the rule says.
 
 Families live in their own modules (arith: arithmetic, logic, min/max, compare, select; shape: data
 movement; gather: gathers; reduce: reduce, reduce-window; dot: dots and reduces of dots; collective:
-collectives of broadcasts; barrier: opt-barrier). Each rule is `(ctx, op) -> value`, keyed by opcode, returning the value that replaces the op's result (an existing value or new ops built
-before `op`), ERASED when it rewrote the users itself, or None. The pass applies them over every
-computation until nothing changes.
+collectives of broadcasts; barrier: opt-barrier). Each rule is `(ctx, op) -> value`, keyed by opcode,
+returning the value that replaces the op's result (an existing value or new ops built before `op`),
+ERASED when it rewrote the users itself, or None. The pass applies them over every computation until
+nothing changes.
 
 Where XLA's rewrite is exact only under a condition, the condition is checked: float products are
 reassociated only through powers of two and a*c + b*c is factored only for a power-of-two c (both
@@ -16,14 +17,15 @@ select(a > b, a, b) -> max (NaN). Ops with a non-default layout in
 `hlo.shape` are left alone by the shape rules; ops with side effects are never rewritten (except
 all-reduce, reduce-scatter and all-gather by the collective rules, which every replica applies alike).
 
-On XLA's own test modules (`../shared/xla-suite/run_algsimp.py`, 397 default-option cases): 337 pass
-(177/237 expected changes made, 89/89 expected no-changes kept, results equal in all 162 compared); the
-other 60 are XLA rewrites this pass leaves out on purpose (float reassociation, sqrt/rsqrt algebra, sums
-of a float constant as n*c, max of a clamp (wrong when lo > hi), x + dynamic-update-slice of +0, pad
-folded into a window whose init is neither identity nor idempotent: window padding is skipped, not
-combined) or has not got yet (gather of pad, scatter-add combining, dot contraction reordering, argmax
-reduces, slice of reduce-window, converted pad into reduce-window, conv operand swap, clamp of
-partition-id (needs the partition count), layout-carrying ops).
+On XLA's own test modules (`../shared/xla-suite/run_algsimp.py`, 397 default-option cases): 360 pass
+(200/237 expected changes made, 89/89 expected no-changes kept, results equal in all 181 compared); the
+other 37 are XLA rewrites this pass leaves out on purpose (float reassociation of sums and constants,
+sqrt/rsqrt algebra, sums of a non-constant or of a constant whose partial sums round as n*c, max of a
+clamp (wrong when lo > hi), x + dynamic-update-slice of +0, x / y of a converted pred, pad folded into a
+window whose init is neither identity nor idempotent: window padding is skipped, not combined, scatter-add
+combining: a float reassociation) or has not got yet (argmax reduces, depth-to-space reshape/transpose
+to concat of slices, conv operand swap, dot strength reduction, clamp of partition-id (needs the partition
+count), PadToStatic/SliceToDynamic pairs, layout-carrying ops).
 """
 
 from __future__ import annotations
