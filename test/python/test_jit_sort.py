@@ -208,6 +208,24 @@ def test_sort_lowering_is_a_merge_sort() -> None:
     assert "memref<f32>" not in loops.split("func.func @e")[1]
 
 
+@pytest.mark.parametrize("shape,dim", [((64, 1024), 1), ((512, 2, 33), 0)])
+def test_sort_many_rows_stable_and_total(shape: tuple, dim: int) -> None:
+    """Many rows, each ping-ponging in its own part of the [2, *shape] buffers (an even and an odd number of
+    passes): keys with many ties, NaNs and signed zeros, an iota payload along the sorted dim shows
+    stability; exact against XLA."""
+    dims = ",".join(map(str, shape))
+    text = f"""HloModule m
+{comparator("f32", "LT", True, payload="s32")}
+ENTRY e {{
+  x = f32[{dims}] parameter(0)
+  i = s32[{dims}] iota(), iota_dimension={dim}
+  ROOT s = (f32[{dims}], s32[{dims}]) sort(x, i), dimensions={{{dim}}}, is_stable=true, to_apply=cmp
+}}
+"""
+    x = RNG.choice(SPECIALS, size=shape)
+    check(text, x)
+
+
 TOPK_CUSTOM_CALL = """HloModule m
 gt {
   a = f32[] parameter(0)
