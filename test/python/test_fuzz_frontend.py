@@ -147,3 +147,18 @@ def test_more_unverified_findings(text: str, message: str, tmp_path: Path) -> No
     """Grammar and corpus mutations the interpreter met unverified: a diagnostic naming the rule."""
     err = _run_unverified(text, tmp_path)
     assert message in err
+
+
+def test_module_without_header_starting_with_stack_frames(tmp_path: Path) -> None:
+    """Input 43156 of seed 1 (a corpus module whose `HloModule` line was deleted): the stack-frame section
+    came first and was unpacked as the header (a ValueError traceback); the module reads without a name."""
+    text = 'FileNames\n1 "a.py"\n\nENTRY e {\n  ROOT c = f32[] constant(1)\n}\n'
+    assert frontend_fuzz.check(text, tmp_path / "in.hlo", timeout=20) == []
+
+
+def test_fft_length_not_matching_the_operand(tmp_path: Path) -> None:
+    """Input 73519 of seed 1 (a huge fft_length, unverified): NumPy's 'array is too big' ValueError was the
+    diagnostic; the interpreter checks the length against the operand as XLA's shape rule does."""
+    err = _run_unverified("HloModule m\nENTRY e {\n  a = c64[16] parameter(0)\n"
+                          "  ROOT f = c64[16] fft(a), fft_type=FFT, fft_length={9223372036854775807}\n}\n", tmp_path)
+    assert "fft_length [9223372036854775807] does not match the operand's dimensions [16]" in err

@@ -68,7 +68,7 @@ class _Build(Transformer):
     # -- module structure ----------------------------------------------------------------------
     def module(self, children):  # type: ignore[no-untyped-def]
         name, attrs = None, []
-        if children and isinstance(children[0], tuple):
+        if children and isinstance(children[0], tuple) and not isinstance(children[0], s.Pos):  # the header
             name, attrs = children[0]
             children = children[1:]
         sections = [c for c in children if isinstance(c, s.Pos)]

@@ -34,6 +34,10 @@ def fft(op: OpView, args: list, ctx: Context) -> np.ndarray:
     if not 1 <= len(lengths) <= x.ndim:
         raise InterpreterError(op, f"fft_length {lengths} does not fit rank {x.ndim}")
     axes = tuple(range(x.ndim - len(lengths), x.ndim))
+    expected = lengths[:-1] + (lengths[-1] // 2 + 1,) if fft_type == "IRFFT" else lengths
+    if x.shape[x.ndim - len(lengths):] != expected:  # XLA's shape rule (an unverified module may break it)
+        raise InterpreterError(op, f"fft_length {list(lengths)} does not match the operand's dimensions "
+                                   f"{list(x.shape[x.ndim - len(lengths):])} ({fft_type} takes an operand ending in {list(expected)})")
     if x.size == 0 or 0 in lengths or 0 in rt.dims:
         return np.zeros(rt.dims, rt.dtype)
     if fft_type in ("FFT", "IFFT", "IRFFT"):
