@@ -336,7 +336,8 @@ def test_function_execution_thread_is_kept_as_xla_keeps_it(no_xla: None) -> None
     # XLA's translation drops a function's frontend attributes without a word; HLO computations have none.
     ("function", 'attributes {mhlo.frontend_attributes = {a = "b"}}', "function attribute mhlo.frontend_attributes"),
     ("function", 'attributes {execution_thread = 3 : i32}', "function attribute execution_thread = 3"),
-    ("param", "{tf.aliasing_output = 0 : i32}", "parameter attribute tf.aliasing_output = 0 : i32"),
+    # Only the entry's parameters are donated to its results (test_donated_parameters_alias_as_xla_reads_them).
+    ("param", "{tf.aliasing_output = 0 : i32}", "tf.aliasing_output = 0 (only the entry's parameters alias"),
     ("param", '{mhlo.layout_mode = "{0}"}', 'parameter attribute mhlo.layout_mode = "{0}"'),
     ("param", "{mhlo.frontend_attributes = {a = 1 : i32}}", "parameter attribute mhlo.frontend_attributes = {a = 1"),
     ("result", '{mhlo.frontend_attributes = {a = "b"}}', "result attribute mhlo.frontend_attributes"),
@@ -412,3 +413,24 @@ def test_while_attributes_are_kept_on_the_loop(no_xla: None) -> None:
     sharded = text.replace('{mhlo.frontend_attributes = {k = "while"}}', '{mhlo.sharding = "{replicated}"}')
     with pytest.raises(hlo_mlir.HloError, match=r"<string>:3:5: error: .* mhlo.sharding of a one-value while"):
         hlo_mlir.load(sharded)
+
+
+@pytest.mark.parametrize(("donate", "results"), [((0,), 2), ((1,), 1), ((0, 1), 2)])
+def test_donated_parameters_alias_as_xla_reads_them(donate: tuple[int, ...], results: int, no_xla: None) -> None:
+    """JAX marks donated arguments `tf.aliasing_output`; XLA's translation makes them the module's
+    input_output_alias, and so does our reader (nothing dropped, no jaxlib needed)."""
+    args = ", ".join(f"%arg{i}: tensor<2x3xf32>" + (f" {{tf.aliasing_output = {i if results > 1 else 0} : i32}}"
+                                                    if i in donate else "") for i in range(2))
+    outs = ["%0", "%1"][:results]
+    text = f"""module @jit_f attributes {{mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32}} {{
+  func.func public @main({args}) -> ({", ".join(["tensor<2x3xf32>"] * results)}) {{
+    %0 = stablehlo.add %arg0, %arg1 : tensor<2x3xf32>
+    %1 = stablehlo.multiply %arg0, %arg1 : tensor<2x3xf32>
+    return {", ".join(outs)} : {", ".join(["tensor<2x3xf32>"] * results)}
+  }}
+}}
+"""
+    alias = re.compile(r"input_output_alias=\{ (?:[^{}]|\{[^{}]*\})* \}")
+    ours = alias.search(hlo_mlir.load(text).to_hlo().splitlines()[0])
+    xla = alias.search(oracle.stablehlo_to_hlo(text).splitlines()[0])
+    assert ours is not None and xla is not None and ours.group(0) == xla.group(0), (ours, xla)

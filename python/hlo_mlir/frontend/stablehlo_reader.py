@@ -364,8 +364,10 @@ def free_values(op_trees: list[lark.Tree], source: str) -> list[str]:
     return free
 
 
-# Function argument and result attributes the reader keeps or may drop (jax.result_info: a name for users).
-_ARG_ATTRS = ("mhlo.sharding", "sdy.sharding", "jax.result_info", "mhlo.layout_mode", "mhlo.frontend_attributes")
+# Function argument and result attributes the reader keeps or may drop (jax.result_info: a name for users;
+# tf.aliasing_output: a donated parameter, the module's input_output_alias).
+_ARG_ATTRS = ("mhlo.sharding", "sdy.sharding", "jax.result_info", "mhlo.layout_mode", "mhlo.frontend_attributes",
+              "tf.aliasing_output")
 
 
 def _arg_attrs(owner: lark.Tree, source: str, what: str) -> dict[str, str]:
@@ -379,13 +381,23 @@ def _arg_attrs(owner: lark.Tree, source: str, what: str) -> dict[str, str]:
     attrs = parse_dict(tree, source)
     for key, value in attrs.items():
         if (key not in _ARG_ATTRS or key == "mhlo.layout_mode" and value != '"default"'
-                or what == "result" and key == "mhlo.frontend_attributes"):
+                or what == "result" and key in ("mhlo.frontend_attributes", "tf.aliasing_output")
+                or key == "tf.aliasing_output" and re.fullmatch(r"\d+ : i32", value) is None):
             raise Unsupported(f"{what} attribute {key} = {value}", *_entry_position(tree, key))
         if key == "mhlo.frontend_attributes":
             frontend_entries(value, *_entry_position(tree, key), f"{what} attribute")
     if what == "result" and "mhlo.sharding" in attrs and "sdy.sharding" in attrs:
         raise Unsupported("a result with both mhlo.sharding and sdy.sharding", *_entry_position(tree, "sdy.sharding"))
     return attrs
+
+
+def _input_output_alias(aliases: list[tuple[int, int]], n_results: int) -> str:
+    """The header's `input_output_alias` for donated parameters (output index, parameter number), as XLA's
+    translation writes it: the output's tuple index when the entry returns several values."""
+    if not aliases:
+        return ""
+    entries = ", ".join(f"{{{out if n_results > 1 else ''}}}: ({param}, {{}}, may-alias)" for out, param in aliases)
+    return f", input_output_alias={{ {entries} }}"
 
 
 def _param_suffix(attrs: dict[str, str]) -> str:
@@ -509,16 +521,21 @@ def stablehlo_to_hlo_text(text: str, filename: str) -> tuple[str, dict[int, tupl
     funcs = [c for c in module.children if isinstance(c, lark.Tree) and c.data == "func"]
     w = Writer(text, {_symbol(f) for f in funcs})
     entry: Lines = []
+    aliases: list[tuple[int, int]] = []
+    n_entry_results = 0
     for f in funcs:
         tokens = [c for c in f.children if isinstance(c, lark.Token)]
         sym = _symbol(f)
         public = not any(t.type == "VISIBILITY" and str(t) == "private" for t in tokens)
         lines: Lines = []
         defined: dict[str, int] = {}
+        donated: list[tuple[int, int, lark.Tree]] = []
         for i, arg in enumerate(c for c in f.children if isinstance(c, lark.Tree) and c.data == "arg"):
             pname = value_name(str(arg.children[0]))
             arg_type = next(str(t) for t in arg.children if isinstance(t, lark.Token) and t.type == "TYPE")
             attrs = _arg_attrs(arg, text, "parameter")
+            if "tf.aliasing_output" in attrs:
+                donated.append((int(attrs["tf.aliasing_output"].split()[0]), i, arg))
             defined[pname] = len(lines)
             w.shapes[pname] = hlo_shape(arg_type)
             lines.append((f"{pname} = {hlo_shape(arg_type)} parameter({i}){_param_suffix(attrs)}",
@@ -529,6 +546,14 @@ def stablehlo_to_hlo_text(text: str, filename: str) -> tuple[str, dict[int, tupl
         w.block([c for c in f.children if isinstance(c, lark.Tree) and c.data == "op"], lines, defined, sym,
                 result_attrs=result_attrs)
         is_entry = public and sym == "main"
+        for out, _, arg in donated:
+            if not is_entry or out >= max(len(result_attrs), 1):
+                tree = next(c for c in arg.children if isinstance(c, lark.Tree) and c.data == "dict")
+                raise Unsupported(f"tf.aliasing_output = {out} (only the entry's parameters alias its "
+                                  f"{len(result_attrs)} results)", *_entry_position(tree, "tf.aliasing_output"))
+        if is_entry:
+            aliases = [(out, param) for out, param, _ in donated]
+            n_entry_results = len(result_attrs)
         comp = [(f"{'ENTRY ' if is_entry else ''}{sym} {{", None), *[("  " + t, pos) for t, pos in lines],
                 ("}" + _function_suffix(f, text), None)]
         if is_entry:
@@ -537,7 +562,7 @@ def stablehlo_to_hlo_text(text: str, filename: str) -> tuple[str, dict[int, tupl
             w.computations.append(comp)
     if not entry:
         raise Unsupported("a module without a public @main function")
-    out = [f"HloModule {module_name}{header}", ""]
+    out = [f"HloModule {module_name}{header}{_input_output_alias(aliases, n_entry_results)}", ""]
     positions: dict[int, tuple[int, int]] = {}
     for comp in [*w.computations, entry]:
         for line, pos in comp:
