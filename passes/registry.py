@@ -63,6 +63,8 @@ PASSES: dict[str, PassInfo] = {
                  " it is known: a constant predicate or index, or a single branch"),
         PassInfo("flatten-call-graph", "flatten_call_graph", "give every computation run by call, while or"
                  " conditional a call site of its own, cloning the shared ones (XLA's FlattenCallGraph)"),
+        PassInfo("sort-simplifier", "sort_simplify", "drop the operands of a sort whose results only unused"
+                 " get-tuple-elements would read and its comparator ignores (XLA's SortSimplifier)"),
         PassInfo("fusion", "fusion", "producer-consumer loop and input fusion into fusion computations,"
                  " decided with the indexing analysis"),
     )

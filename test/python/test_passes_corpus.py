@@ -73,3 +73,25 @@ def test_default_pipeline_preserves_results(path: Path) -> None:
         _close(a, b)
     if xla_available():
         assert "HloModule" in xla_canonical_text(text)
+
+
+# Passes run one at a time (then dce) on every corpus module: each keeps the interpreter results.
+SINGLE_PASSES = ("sort-simplifier",)
+
+
+@pytest.mark.parametrize("pass_name", SINGLE_PASSES)
+@pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
+def test_pass_preserves_results(path: Path, pass_name: str) -> None:
+    module = hlo_mlir.load(path)
+    args = io.random_inputs(io.entry_parameter_types(module), seed=0)
+    expected = [np.asarray(v) for v in module.run(*args)]
+    apply(module, f"{pass_name},dce")
+    assert module.mlir.operation.verify()
+    verify_module(module)
+    text = module.to_hlo()
+    got = [np.asarray(v) for v in hlo_mlir.load(text).run(*args)]
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected):
+        _close(a, b)
+    if xla_available():
+        assert "HloModule" in xla_canonical_text(text)
