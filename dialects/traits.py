@@ -80,8 +80,9 @@ def reduce_combines_nothing(shape: Sequence[int], dimensions: Sequence[int]) -> 
     element (every reduced dimension has size 1, or none is reduced). XLA:CPU then makes it a reshape of
     the operands, init values and computation unused (its algebraic simplifier: as many elements in as
     out), e.g. an add-reduce of -0 over a size-1 dimension is -0, one with init 5 ignores the 5; both
-    backends do the same."""
-    return math.prod(shape[d] for d in dimensions) == 1
+    backends do the same. False for dimensions the operand does not have (an unverified module), so the
+    reduce kernels report them."""
+    return all(0 <= d < len(shape) for d in dimensions) and math.prod(shape[d] for d in dimensions) == 1
 
 
 def reducer_kind(fn: ir.Operation) -> str | None:

@@ -162,3 +162,12 @@ def test_fft_length_not_matching_the_operand(tmp_path: Path) -> None:
     err = _run_unverified("HloModule m\nENTRY e {\n  a = c64[16] parameter(0)\n"
                           "  ROOT f = c64[16] fft(a), fft_type=FFT, fft_length={9223372036854775807}\n}\n", tmp_path)
     assert "fft_length [9223372036854775807] does not match the operand's dimensions [16]" in err
+
+
+def test_reduce_over_a_dimension_the_operand_lacks(tmp_path: Path) -> None:
+    """Input 1965 of seed 1 (a grammar module, unverified): a reduce of a rank-0 operand over dimension 0 made
+    the one-element-per-result check index past the shape (an IndexError traceback); it is a diagnostic."""
+    err = _run_unverified("HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                          "  ROOT r = f32[] add(a, b)\n}\nENTRY e {\n  p = f32[] parameter(0)\n"
+                          "  ROOT r = f32[] reduce(p, p), dimensions={0}, to_apply=add\n}\n", tmp_path)
+    assert "reduce dimension 0 is out of range for rank 0" in err, err
