@@ -65,6 +65,8 @@ PASSES: dict[str, PassInfo] = {
                  " conditional a call site of its own, cloning the shared ones (XLA's FlattenCallGraph)"),
         PassInfo("sort-simplifier", "sort_simplify", "drop the operands of a sort whose results only unused"
                  " get-tuple-elements would read and its comparator ignores (XLA's SortSimplifier)"),
+        PassInfo("while-loop-invariant-code-motion", "while_licm", "compute loop-invariant instructions of a while"
+                 " body once before the loop and thread them in as loop state (XLA's WhileLoopInvariantCodeMotion)"),
         PassInfo("fusion", "fusion", "producer-consumer loop and input fusion into fusion computations,"
                  " decided with the indexing analysis"),
     )

@@ -1,0 +1,250 @@
+"""while-loop-invariant-code-motion (XLA's WhileLoopInvariantCodeMotion, default options): an
+instruction of a while body whose operands are all loop-invariant is computed once before the loop
+and threaded into it as a new element of the loop state, so the body reads it instead of
+recomputing it on every iteration.
+
+As in XLA: only loops with a tuple state whose body ROOT is a `tuple`; the invariant values are
+constants and the array get-tuple-elements of the body parameter that the ROOT passes through
+unchanged at the same index. Instructions with side effects (their own or in computations they
+call), after-all and parameters stay. Constants, reshapes, and instructions that merely rearrange or
+grow data (bitcast, broadcast, iota, reverse, slice, transpose, tuple, custom-call "Sharding") are
+hoisted only as operands of an instruction worth hoisting, not on their own. Loops with a
+`_xla_disable_loop_instr_hoisting` frontend attribute, and bodies with domain or SPMD/host-offload
+custom-calls, are left alone.
+
+The loop gets a copy of its body and condition taking the wider state (the originals may be shared);
+the old loop's users read its first elements back. Like XLA, the pass cleans up after itself when it
+changed anything (`tuple-simplify`, then `dce`). Differences from XLA: a body or condition that uses its
+parameter other than through get-tuple-element keeps its loop unchanged, and the trip-count check
+(XLA skips loops known to run at most once) is not made; hoisting out of such a loop computes the
+hoisted values once either way, so results are the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from mlir import ir
+
+from hlo_mlir.dialects import NAME, SHAPE, edit, opcode_of, to_mlir_type
+from hlo_mlir.types import ArrayType, HloType, TupleType
+
+# Worth hoisting only when an instruction using them is hoisted (constants are handled apart).
+_NOT_ALONE = frozenset({"reshape", "bitcast", "broadcast", "iota", "reverse", "slice", "transpose", "tuple"})
+_BAIL_TARGETS = frozenset({"SPMDFullToShardShape", "SPMDShardShapeToFull", "MoveToDevice", "MoveToHost"})
+
+
+def _target(op: ir.Operation) -> str | None:
+    if opcode_of(op) != "custom-call" or "custom_call_target" not in op.attributes:
+        return None
+    return ir.StringAttr(op.attributes["custom_call_target"]).value
+
+
+def _gte_index(op: ir.Operation, param: ir.Value) -> int | None:
+    """i when `op` is get-tuple-element(param), index=i."""
+    if opcode_of(op) != "get-tuple-element" or op.operands[0] != param:
+        return None
+    return ir.IntegerAttr(op.attributes["index"]).value
+
+
+def _only_gte_uses(fn: ir.Operation) -> bool:
+    param = edit.body(fn).arguments[0]
+    return all(opcode_of(use.owner) == "get-tuple-element" for use in param.uses)
+
+
+def _invariant_gtes(body: ir.Operation) -> set[ir.Operation]:
+    """The body's array get-tuple-elements of state elements the ROOT passes through unchanged."""
+    param = edit.body(body).arguments[0]
+    root = edit.defining_op(edit.return_op(body).operands[0])
+    passed = set()
+    for i, v in enumerate(root.operands):
+        producer = edit.defining_op(v)
+        if producer is not None and _gte_index(producer, param) == i:
+            passed.add(i)
+    return {
+        op for op in edit.instructions(body)
+        if _gte_index(op, param) in passed and isinstance(edit.type_of(op.results[0]), ArrayType)
+    }  # fmt: skip
+
+
+def _to_hoist(body: ir.Operation, effectful: set[str]) -> list[ir.Operation] | None:
+    """The body instructions hoisted, in program order (None: leave the loop alone)."""
+    if any(opcode_of(op) == "domain" or _target(op) in _BAIL_TARGETS for op in edit.instructions(body)):
+        return None
+    invariant: set[ir.Operation] = _invariant_gtes(body)
+    if not invariant:
+        return None
+    hoisted: list[ir.Operation] = []
+    hoisted_set: set[ir.Operation] = set()
+
+    def is_invariant(v: ir.Value) -> bool:
+        op = edit.defining_op(v)
+        return op is not None and (opcode_of(op) == "constant" or op in hoisted_set or op in invariant)
+
+    for op in edit.instructions(body):
+        opcode = opcode_of(op)
+        if opcode in ("after-all", "parameter") or edit.has_side_effect_deep(op, effectful):
+            continue
+        if not all(is_invariant(v) for v in op.operands):
+            continue
+        if opcode == "constant":
+            continue
+        if opcode in _NOT_ALONE or _target(op) == "Sharding":
+            invariant.add(op)
+            continue
+        hoisted.append(op)
+        hoisted_set.add(op)
+    return hoisted
+
+
+class _Outside:
+    """Copies body values to before the loop: parameter elements read from the loop's initial state."""
+
+    def __init__(self, loop: ir.Operation, body: ir.Operation, names: edit.Names) -> None:
+        self.loop, self.param, self.names = loop, edit.body(body).arguments[0], names
+        self.copies: dict[ir.Value, ir.Value] = {}
+
+    def copy(self, v: ir.Value) -> ir.Value:
+        if v in self.copies:
+            return self.copies[v]
+        op = edit.defining_op(v)
+        assert op is not None  # only get-tuple-elements read the parameter, and they are copied below
+        index = _gte_index(op, self.param)
+        with ir.InsertionPoint(self.loop):
+            if index is not None:
+                new = edit.create("get-tuple-element", [self.loop.operands[0]], edit.type_of(v), {"index": index},
+                                  name=self.names.fresh(edit.name_of(op)), loc=op.location).result
+            else:
+                operands = [self.copy(o) for o in op.operands]
+                attrs = edit.copy_attributes(op)
+                attrs[NAME] = ir.StringAttr.get(self.names.fresh(edit.name_of(op)))
+                new = ir.Operation.create(op.name, results=[r.type for r in op.results], operands=operands,
+                                          attributes=attrs, loc=op.location).result
+        self.copies[v] = new
+        return new
+
+
+def _fresh_function(module: ir.Module, fn: ir.Operation) -> ir.Operation:
+    """A copy of `fn` under a new name, placed before it, its instructions freshly named later."""
+    base, n = ir.StringAttr(fn.attributes["sym_name"]).value, 1
+    taken = edit.functions(module)
+    while (name := f"{base}.{n}") in taken:
+        n += 1
+    copy = fn.clone(ip=ir.InsertionPoint(fn))
+    copy.attributes["sym_name"] = ir.StringAttr.get(name)
+    return copy
+
+
+def _widen_shape(text: str, extra: list[ir.Value]) -> str:
+    """A tuple's written shape with the hoisted values' shapes appended."""
+    added = [edit.shape_text(v) or str(edit.type_of(v)) for v in extra]
+    inner = text.strip()[1:-1].strip()
+    return "(" + ", ".join(([inner] if inner else []) + added) + ")"
+
+
+def _widen_parameter(fn: ir.Operation, state: ir.Type, extra: list[ir.Value], returns_state: bool) -> None:
+    """Give `fn` the wider state as its parameter (and as its result when it is the body)."""
+    arg = edit.body(fn).arguments[0]
+    arg.set_type(state)
+    results = [state] if returns_state else list(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results)
+    fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([state], results))
+    if "arg_attrs" in fn.attributes:
+        d = {a.name: a.attr for a in ir.DictAttr(ir.ArrayAttr(fn.attributes["arg_attrs"])[0])}
+        if SHAPE in d:
+            d[SHAPE] = ir.StringAttr.get(_widen_shape(ir.StringAttr(d[SHAPE]).value, extra))
+        fn.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d)])
+
+
+def _rename(fn: ir.Operation, names: edit.Names) -> None:
+    for op in edit.instructions(fn):
+        op.attributes[NAME] = ir.StringAttr.get(names.fresh(edit.name_of(op)))
+
+
+def _hoist(module: ir.Module, loop: ir.Operation, names: edit.Names, effectful: set[str]) -> bool:
+    state_type = edit.type_of(loop.results[0])
+    if not isinstance(state_type, TupleType):
+        return False
+    if "frontend_attributes" in loop.attributes and "_xla_disable_loop_instr_hoisting" in str(
+        loop.attributes["frontend_attributes"]
+    ):
+        return False
+    fns = edit.functions(module)
+    cond, body = fns[ir.FlatSymbolRefAttr(loop.attributes["condition"]).value], fns[
+        ir.FlatSymbolRefAttr(loop.attributes["body"]).value]
+    root = edit.defining_op(edit.return_op(body).operands[0])
+    if root is None or opcode_of(root) != "tuple" or not (_only_gte_uses(body) and _only_gte_uses(cond)):
+        return False
+    hoisted = _to_hoist(body, effectful)
+    if not hoisted:
+        return False
+    outside = _Outside(loop, body, names)
+    extra = [outside.copy(op.results[0]) for op in hoisted]
+    n = len(state_type.elements)
+    wide: HloType = TupleType(state_type.elements + tuple(edit.type_of(v) for v in extra))
+    wide_mlir = to_mlir_type(wide)
+    positions = [list(edit.instructions(body)).index(op) for op in hoisted]
+
+    new_body, new_cond = _fresh_function(module, body), _fresh_function(module, cond)
+    for fn in (new_body, new_cond):
+        _rename(fn, names)
+        _widen_parameter(fn, wide_mlir, extra, fn == new_body)
+    body_ops = list(edit.instructions(new_body))
+    param = edit.body(new_body).arguments[0]
+    first = body_ops[0]
+    threaded = []
+    for k, pos in enumerate(positions):
+        old = body_ops[pos]
+        with ir.InsertionPoint(first):
+            gte = edit.create("get-tuple-element", [param], edit.type_of(old.results[0]), {"index": n + k},
+                              name=names.fresh(edit.name_of(old)), loc=old.location)
+        old.results[0].replace_all_uses_with(gte.result)
+        threaded.append(gte.result)
+    ret = edit.return_op(new_body)
+    new_root = edit.defining_op(ret.operands[0])
+    with ir.InsertionPoint(ret):
+        widened = ir.Operation.create(new_root.name, results=[wide_mlir], operands=list(new_root.operands) + threaded,
+                                      attributes=edit.copy_attributes(new_root), loc=new_root.location)
+    if SHAPE in widened.attributes:
+        widened.attributes[SHAPE] = ir.StringAttr.get(_widen_shape(edit.shape_text(new_root) or "", extra))
+    ret.operands[0] = widened.result
+    new_root.erase()
+
+    init = loop.operands[0]
+    with ir.InsertionPoint(loop):
+        elements = [
+            edit.create("get-tuple-element", [init], t, {"index": i}, name=names.fresh(edit.name_of(loop)),
+                        loc=loop.location).result
+            for i, t in enumerate(state_type.elements)
+        ]
+        new_init = edit.create("tuple", elements + extra, wide, name=names.fresh(edit.name_of(loop)),
+                               loc=loop.location)
+        attrs = edit.copy_attributes(loop)
+        attrs["body"] = ir.FlatSymbolRefAttr.get(ir.StringAttr(new_body.attributes["sym_name"]).value)
+        attrs["condition"] = ir.FlatSymbolRefAttr.get(ir.StringAttr(new_cond.attributes["sym_name"]).value)
+        if SHAPE in attrs:
+            attrs[SHAPE] = ir.StringAttr.get(_widen_shape(edit.shape_text(loop) or "", extra))
+        new_loop = ir.Operation.create(loop.name, results=[wide_mlir], operands=[new_init.result], attributes=attrs,
+                                       loc=loop.location)
+        results = [
+            edit.create("get-tuple-element", [new_loop.result], t, {"index": i},
+                        name=names.fresh(edit.name_of(loop)), loc=loop.location).result
+            for i, t in enumerate(state_type.elements)
+        ]
+        narrow = edit.create("tuple", results, state_type, name=names.fresh(edit.name_of(loop)), loc=loop.location)
+    edit.replace(loop, narrow.result)
+    return True
+
+
+def run(module: ir.Module, options: Mapping[str, str]) -> bool:
+    from hlo_mlir.passes import dce, tuple_simplify
+
+    names = edit.Names(module)
+    effectful = edit.effectful_computations(module)
+    loops = [op for fn in edit.functions(module).values() for op in edit.instructions(fn) if opcode_of(op) == "while"]
+    changed = False
+    for loop in loops:
+        changed |= _hoist(module, loop, names, effectful)
+    if changed:
+        tuple_simplify.run(module, {})
+        dce.run(module, {})
+    return changed
