@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from mlir import ir
 
 from hlo_mlir.dialects import NAME, SHAPE, edit, opcode_of, to_mlir_type
+from hlo_mlir.passes import dce, tuple_simplify
 from hlo_mlir.types import ArrayType, HloType, TupleType
 
 # Worth hoisting only when an instruction using them is hoisted (constants are handled apart).
@@ -236,8 +237,6 @@ def _hoist(module: ir.Module, loop: ir.Operation, names: edit.Names, effectful: 
 
 
 def run(module: ir.Module, options: Mapping[str, str]) -> bool:
-    from hlo_mlir.passes import dce, tuple_simplify
-
     names = edit.Names(module)
     effectful = edit.effectful_computations(module)
     loops = [op for fn in edit.functions(module).values() for op in edit.instructions(fn) if opcode_of(op) == "while"]
