@@ -15,9 +15,8 @@ custom-calls, are left alone.
 The loop gets a copy of its body and condition taking the wider state (the originals may be shared);
 the old loop's users read its first elements back. Like XLA, the pass cleans up after itself when it
 changed anything (`tuple-simplify`, then `dce`). Differences from XLA: a body or condition that uses its
-parameter other than through get-tuple-element keeps its loop unchanged, and the trip-count check
-(XLA skips loops known to run at most once) is not made; hoisting out of such a loop computes the
-hoisted values once either way, so results are the same.
+parameter other than through get-tuple-element keeps its loop unchanged, and a loop is known to
+run at most once (which XLA skips) only for the counter pattern `while-simplify` recognizes.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from mlir import ir
 
 from hlo_mlir.dialects import NAME, SHAPE, edit, opcode_of, to_mlir_type
 from hlo_mlir.passes import dce, tuple_simplify
+from hlo_mlir.passes.while_simplify import _trip_count
 from hlo_mlir.types import ArrayType, HloType, TupleType
 
 # Worth hoisting only when an instruction using them is hoisted (constants are handled apart).
@@ -175,6 +175,8 @@ def _hoist(module: ir.Module, loop: ir.Operation, names: edit.Names, effectful: 
     root = edit.defining_op(edit.return_op(body).operands[0])
     if root is None or opcode_of(root) != "tuple" or not (_only_gte_uses(body) and _only_gte_uses(cond)):
         return False
+    if _trip_count(loop, fns) is not None:
+        return False  # runs at most once: nothing to gain
     hoisted = _to_hoist(body, effectful)
     if not hoisted:
         return False
