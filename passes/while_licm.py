@@ -21,6 +21,7 @@ run at most once (which XLA skips) only for the counter pattern `while-simplify`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from mlir import ir
@@ -98,6 +99,30 @@ def _to_hoist(body: ir.Operation, effectful: set[str]) -> list[ir.Operation] | N
     return hoisted
 
 
+def _gte(state: ir.Value, index: int, t: HloType, shape: str | None, name: str, loc: ir.Location) -> ir.Value:
+    """get-tuple-element at the insertion point, keeping the element's written shape (layout)."""
+    op = edit.create("get-tuple-element", [state], t, {"index": index}, name=name, loc=loc)
+    if shape is not None:
+        op.attributes[SHAPE] = ir.StringAttr.get(shape)
+    return op.result
+
+
+def _elements(text: str) -> list[str]:
+    """The element shapes of a written tuple shape, split at its top-level commas."""
+    text = re.sub(r"/\*[^*]*\*/", "", text).strip()[1:-1]
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    last = text[start:].strip()
+    return parts + [last] if last else parts
+
+
 class _Outside:
     """Copies body values to before the loop: parameter elements read from the loop's initial state."""
 
@@ -113,8 +138,8 @@ class _Outside:
         index = _gte_index(op, self.param)
         with ir.InsertionPoint(self.loop):
             if index is not None:
-                new = edit.create("get-tuple-element", [self.loop.operands[0]], edit.type_of(v), {"index": index},
-                                  name=self.names.fresh(edit.name_of(op)), loc=op.location).result
+                new = _gte(self.loop.operands[0], index, edit.type_of(v), edit.shape_text(op),
+                           self.names.fresh(edit.name_of(op)), op.location)
             else:
                 operands = [self.copy(o) for o in op.operands]
                 attrs = edit.copy_attributes(op)
@@ -136,14 +161,7 @@ def _fresh_function(module: ir.Module, fn: ir.Operation) -> ir.Operation:
     return copy
 
 
-def _widen_shape(text: str, extra: list[ir.Value]) -> str:
-    """A tuple's written shape with the hoisted values' shapes appended."""
-    added = [edit.shape_text(v) or str(edit.type_of(v)) for v in extra]
-    inner = text.strip()[1:-1].strip()
-    return "(" + ", ".join(([inner] if inner else []) + added) + ")"
-
-
-def _widen_parameter(fn: ir.Operation, state: ir.Type, extra: list[ir.Value], returns_state: bool) -> None:
+def _widen_parameter(fn: ir.Operation, state: ir.Type, shape: str | None, returns_state: bool) -> None:
     """Give `fn` the wider state as its parameter (and as its result when it is the body)."""
     arg = edit.body(fn).arguments[0]
     arg.set_type(state)
@@ -151,8 +169,9 @@ def _widen_parameter(fn: ir.Operation, state: ir.Type, extra: list[ir.Value], re
     fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([state], results))
     if "arg_attrs" in fn.attributes:
         d = {a.name: a.attr for a in ir.DictAttr(ir.ArrayAttr(fn.attributes["arg_attrs"])[0])}
-        if SHAPE in d:
-            d[SHAPE] = ir.StringAttr.get(_widen_shape(ir.StringAttr(d[SHAPE]).value, extra))
+        d.pop(SHAPE, None)
+        if shape is not None:
+            d[SHAPE] = ir.StringAttr.get(shape)
         fn.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d)])
 
 
@@ -186,54 +205,66 @@ def _hoist(module: ir.Module, loop: ir.Operation, names: edit.Names, effectful: 
     wide: HloType = TupleType(state_type.elements + tuple(edit.type_of(v) for v in extra))
     wide_mlir = to_mlir_type(wide)
     positions = [list(edit.instructions(body)).index(op) for op in hoisted]
+    # Written shapes (layouts) of the state's elements and of the hoisted values, kept on every new value.
+    state_text = edit.shape_text(loop) or edit.shape_text(edit.body(body).arguments[0])
+    state_shapes = _elements(state_text) if state_text else None
+    if state_shapes is not None and len(state_shapes) != n:
+        state_shapes = None
+    hoisted_shapes = [edit.shape_text(op) for op in hoisted]
+    wide_shape = None
+    if state_shapes is not None or any(t is not None for t in hoisted_shapes):
+        parts = (state_shapes or [str(t) for t in state_type.elements]) + [
+            t or str(edit.type_of(v)) for t, v in zip(hoisted_shapes, extra)]
+        wide_shape = "(" + ", ".join(parts) + ")"
 
     new_body, new_cond = _fresh_function(module, body), _fresh_function(module, cond)
     for fn in (new_body, new_cond):
         _rename(fn, names)
-        _widen_parameter(fn, wide_mlir, extra, fn == new_body)
+        _widen_parameter(fn, wide_mlir, wide_shape, fn == new_body)
     body_ops = list(edit.instructions(new_body))
     param = edit.body(new_body).arguments[0]
-    first = body_ops[0]
     threaded = []
     for k, pos in enumerate(positions):
         old = body_ops[pos]
-        with ir.InsertionPoint(first):
-            gte = edit.create("get-tuple-element", [param], edit.type_of(old.results[0]), {"index": n + k},
-                              name=names.fresh(edit.name_of(old)), loc=old.location)
-        old.results[0].replace_all_uses_with(gte.result)
-        threaded.append(gte.result)
+        with ir.InsertionPoint(body_ops[0]):
+            gte = _gte(param, n + k, edit.type_of(old.results[0]), hoisted_shapes[k], names.fresh(edit.name_of(old)),
+                       old.location)
+        old.results[0].replace_all_uses_with(gte)
+        threaded.append(gte)
     ret = edit.return_op(new_body)
     new_root = edit.defining_op(ret.operands[0])
+    attrs = {k: v for k, v in edit.copy_attributes(new_root).items() if k != SHAPE}
+    if wide_shape is not None:
+        attrs[SHAPE] = ir.StringAttr.get(wide_shape)
     with ir.InsertionPoint(ret):
         widened = ir.Operation.create(new_root.name, results=[wide_mlir], operands=list(new_root.operands) + threaded,
-                                      attributes=edit.copy_attributes(new_root), loc=new_root.location)
-    if SHAPE in widened.attributes:
-        widened.attributes[SHAPE] = ir.StringAttr.get(_widen_shape(edit.shape_text(new_root) or "", extra))
+                                      attributes=attrs, loc=new_root.location)
     ret.operands[0] = widened.result
     new_root.erase()
 
     init = loop.operands[0]
     with ir.InsertionPoint(loop):
         elements = [
-            edit.create("get-tuple-element", [init], t, {"index": i}, name=names.fresh(edit.name_of(loop)),
-                        loc=loop.location).result
+            _gte(init, i, t, state_shapes[i] if state_shapes else None, names.fresh(edit.name_of(loop)), loop.location)
             for i, t in enumerate(state_type.elements)
         ]
         new_init = edit.create("tuple", elements + extra, wide, name=names.fresh(edit.name_of(loop)),
                                loc=loop.location)
-        attrs = edit.copy_attributes(loop)
+        attrs = {k: v for k, v in edit.copy_attributes(loop).items() if k != SHAPE}
         attrs["body"] = ir.FlatSymbolRefAttr.get(ir.StringAttr(new_body.attributes["sym_name"]).value)
         attrs["condition"] = ir.FlatSymbolRefAttr.get(ir.StringAttr(new_cond.attributes["sym_name"]).value)
-        if SHAPE in attrs:
-            attrs[SHAPE] = ir.StringAttr.get(_widen_shape(edit.shape_text(loop) or "", extra))
+        if wide_shape is not None:
+            attrs[SHAPE] = new_init.attributes[SHAPE] = ir.StringAttr.get(wide_shape)
         new_loop = ir.Operation.create(loop.name, results=[wide_mlir], operands=[new_init.result], attributes=attrs,
                                        loc=loop.location)
         results = [
-            edit.create("get-tuple-element", [new_loop.result], t, {"index": i},
-                        name=names.fresh(edit.name_of(loop)), loc=loop.location).result
+            _gte(new_loop.result, i, t, state_shapes[i] if state_shapes else None, names.fresh(edit.name_of(loop)),
+                 loop.location)
             for i, t in enumerate(state_type.elements)
         ]
         narrow = edit.create("tuple", results, state_type, name=names.fresh(edit.name_of(loop)), loc=loop.location)
+        if state_text is not None:
+            narrow.attributes[SHAPE] = ir.StringAttr.get(state_text)
     edit.replace(loop, narrow.result)
     return True
 

@@ -113,6 +113,9 @@ def test_pass_preserves_results(path: Path, pass_name: str) -> None:
     _check_preserves(path, f"{pass_name},dce")
 
 
-@pytest.mark.parametrize("pass_name", SINGLE_PASSES)
-def test_pass_changes_and_preserves_its_lit_module(pass_name: str) -> None:
-    assert _check_preserves((LIT / f"{pass_name}.hlo").read_text(), pass_name)
+LIT_MODULES = [(name, path) for name in SINGLE_PASSES for path in sorted(LIT.glob(f"{name}*.hlo"))]
+
+
+@pytest.mark.parametrize(("pass_name", "path"), LIT_MODULES, ids=[p.name for _, p in LIT_MODULES])
+def test_pass_changes_and_preserves_its_lit_module(pass_name: str, path: Path) -> None:
+    assert _check_preserves(path.read_text(), pass_name)
