@@ -218,6 +218,9 @@ def _hoist(module: ir.Module, loop: ir.Operation, names: edit.Names, effectful: 
         wide_shape = "(" + ", ".join(parts) + ")"
 
     new_body, new_cond = _fresh_function(module, body), _fresh_function(module, cond)
+    for old_fn, new_fn in ((body, new_body), (cond, new_cond)):  # a copy has its original's side effects
+        if ir.StringAttr(old_fn.attributes["sym_name"]).value in effectful:
+            effectful.add(ir.StringAttr(new_fn.attributes["sym_name"]).value)
     for fn in (new_body, new_cond):
         _rename(fn, names)
         _widen_parameter(fn, wide_mlir, wide_shape, fn == new_body)
