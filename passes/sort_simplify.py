@@ -80,7 +80,7 @@ def _simplify(module: ir.Module, sort: ir.Operation, names: edit.Names) -> bool:
     params = edit.body(comparator).arguments
     used = read | {k // 2 for k, p in enumerate(params) if any(True for _ in p.uses)}
     n = len(sort.operands)
-    if len(used) == n:
+    if len(used) == n or not used:  # nothing to drop, or nothing reads the sort at all (`dce`'s job)
         return False
     keep = sorted(used)
     operands = [sort.operands[i] for i in keep]
