@@ -28,7 +28,7 @@ from mlir import ir
 
 from hlo_mlir.dialects import NAME, SHAPE, edit, opcode_of, to_mlir_type
 from hlo_mlir.passes import dce, tuple_simplify
-from hlo_mlir.passes.while_simplify import _trip_count
+from hlo_mlir.passes.while_simplify import trip_count
 from hlo_mlir.types import ArrayType, HloType, TupleType
 
 # Worth hoisting only when an instruction using them is hoisted (constants are handled apart).
@@ -194,7 +194,7 @@ def _hoist(module: ir.Module, loop: ir.Operation, names: edit.Names, effectful: 
     root = edit.defining_op(edit.return_op(body).operands[0])
     if root is None or opcode_of(root) != "tuple" or not (_only_gte_uses(body) and _only_gte_uses(cond)):
         return False
-    if _trip_count(loop, fns) is not None:
+    if trip_count(loop, fns) is not None:
         return False  # runs at most once: nothing to gain
     hoisted = _to_hoist(body, effectful)
     if not hoisted:

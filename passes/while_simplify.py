@@ -96,7 +96,7 @@ def _initial(init: ir.Value, index: int | None) -> np.generic | None:
     return _scalar_constant(op.operands[index])
 
 
-def _trip_count(loop: ir.Operation, fns: dict[str, ir.Operation]) -> int | None:
+def trip_count(loop: ir.Operation, fns: dict[str, ir.Operation]) -> int | None:
     """0 or 1 when the loop provably runs that many times, else None."""
     cond, body = fns[edit.callees(loop)[0]], fns[edit.callees(loop)[1]]
     state = edit.type_of(loop.operands[0])
@@ -129,7 +129,7 @@ def run(module: ir.Module, options: Mapping[str, str]) -> bool:
         for loop in list(edit.instructions(fn)):
             if opcode_of(loop) != "while" or edit.callees(loop)[0] in effectful:
                 continue
-            trips = _trip_count(loop, fns)
+            trips = trip_count(loop, fns)
             if trips == 0:
                 edit.replace(loop, loop.operands[0])
             elif trips == 1:
