@@ -213,8 +213,11 @@ def test_unusable_cache_directory_warns_and_compiles(tmp_path: Path) -> None:
 
 
 _HOLD_IN_NATIVE_CALL = """
+import signal
 import time
 from hlo_mlir.passes.lower_to_llvm import interruptible
+# Ctrl-C as in a terminal: a test run started as a background job (`make test &`) inherits SIGINT ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 try:
     with interruptible():
         print("inside", flush=True)
