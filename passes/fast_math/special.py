@@ -100,6 +100,7 @@ def cbrt(x: F) -> F:
     res = fma(y, s, -t) + y * s_lo
     y = y - res / (s * 3.0)
     y = y * pow2(where(tiny, q - 18, q), x.fmt)
-    special = x.eq(0.0) | abs(x).eq(INF) | x.isnan()
-    return where(special, x, y.copysign(x))
+    special = abs(x).eq(INF) | x.isnan()
+    # A zero is +-0 by its sign bit alone: a subnormal read as zero (DAZ) must not come back as itself.
+    return where(x.eq(0.0), x.c(0.0).copysign(x), where(special, x, y.copysign(x)))
 
