@@ -236,8 +236,10 @@ def test_killed_process_stops_the_others_within_10s(backend: str) -> None:
     ends the run, non-zero, and device 0's watchdog says where device 0 was."""
     from hlo_mlir.interpreter.mpi import TAG_HEADER
 
-    die = (f"from mpi4py import MPI; import os, signal; MPI.COMM_WORLD.Probe(source=0, tag={TAG_HEADER}); "
-           "os.kill(os.getpid(), signal.SIGKILL)")
+    # The header is sent just before device 0 arms its watchdog's line for the wait: a moment's pause makes
+    # sure it waits (dying at once raced it, and mpiexec killed device 0 with nothing to say).
+    die = (f"from mpi4py import MPI; import os, signal, time; MPI.COMM_WORLD.Probe(source=0, tag={TAG_HEADER}); "
+           "time.sleep(0.5); os.kill(os.getpid(), signal.SIGKILL)")
     start = time.monotonic()
     proc = subprocess.run([MPIEXEC, "-n", "1", *HLO_RUN, str(CORPUS / "dp_train_step.n2.hlo"), "--random-inputs",
                            "--backend", backend, "--mpi", ":", "-n", "1", sys.executable, "-c", die],
