@@ -350,7 +350,8 @@ def test_raising_device_names_its_instruction_and_stops_the_other(tmp_path: Path
     proc = _mpiexec(2, str(path), "--random-inputs", "--backend", backend, timeout=60)
     assert proc.returncode != 0
     assert time.monotonic() - start < 30
-    assert re.search(r"error: device 1: infeed 'feed': the infeed queue of device 1 .*is empty", proc.stderr), proc.stderr
+    # Device 0's line names both instructions and device 1's error; device 1's own line may be cut short when
+    # mpiexec ends it as soon as device 0 exits (a race a CI run met), so only device 0's is required.
     assert re.search(r"error: device 0: all-reduce 'sum': device 1 failed while device 0 waited at 'sum': .*error: "
                      r"infeed 'feed': the infeed queue of device 1", proc.stderr), proc.stderr
     assert "Traceback" not in proc.stderr
