@@ -76,7 +76,7 @@ def _emit(**fields: Any) -> None:
     print(MARK + json.dumps(fields), flush=True)
 
 
-def _median_ms(fn: Callable[[], Any], runs: int) -> float:
+def median_ms(fn: Callable[[], Any], runs: int) -> float:
     """Median wall time of `runs` calls, after one untimed warm-up call."""
     fn()
     times = []
@@ -103,7 +103,7 @@ def _xla(text: str, inputs: list[Any], runs: int, compile_only: bool, scratch: P
     with jax.enable_x64(True):  # device_put would narrow 64-bit inputs
         buffers = [jax.device_put(a, devices[0]) for a in inputs]
     _emit(stage="XLA run")
-    _emit(xla_run_ms=_median_ms(lambda: [o.block_until_ready() for o in exe.execute(buffers)], runs))
+    _emit(xla_run_ms=median_ms(lambda: [o.block_until_ready() for o in exe.execute(buffers)], runs))
     outs = oracle.run_xla_inprocess(text, inputs)
     (scratch / XLA_OUTPUTS).write_bytes(pickle.dumps([o for o, leaf in zip(outs, results) if leaf.kind != "token"]))
 
@@ -130,7 +130,7 @@ def _ours(text: str, name: str, inputs: list[Any], runs: int, compile_only: bool
         return
     _emit(stage="our run")
     got = module.run(*inputs, backend="jit")
-    _emit(ours_run_ms=_median_ms(lambda: module.run(*inputs, backend="jit"), runs))
+    _emit(ours_run_ms=median_ms(lambda: module.run(*inputs, backend="jit"), runs))
     if (scratch / XLA_OUTPUTS).exists():
         want = pickle.loads((scratch / XLA_OUTPUTS).read_bytes())
         errors = compare(got, want)

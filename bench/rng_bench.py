@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from model_bench import median_ms
 
 N = 1 << 20
 WORKLOADS = {
@@ -46,16 +45,6 @@ def text(name: str) -> str:
     et = body.split("=")[1].split("[")[0].strip()
     bounds = "" if "state" in name else f"  a = {et}[] constant(1)\n  b = {et}[] constant(5)\n"
     return f"HloModule {name}\nENTRY e {{\n{bounds}  ROOT {body}\n}}\n"
-
-
-def median_ms(fn: Callable[[], Any], runs: int) -> float:
-    fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def main() -> None:
