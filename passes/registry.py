@@ -67,6 +67,15 @@ PASSES: dict[str, PassInfo] = {
                  " get-tuple-elements would read and its comparator ignores (XLA's SortSimplifier)"),
         PassInfo("while-loop-invariant-code-motion", "while_licm", "compute loop-invariant instructions of a while"
                  " body once before the loop and thread them in as loop state (XLA's WhileLoopInvariantCodeMotion)"),
+        PassInfo("dynamic-index-splitter", "dynamic_index_splitter", "give dynamic-slice and"
+                 " dynamic-update-slice one scalar index per dimension instead of an index vector"
+                 " (XLA's DynamicIndexSplitter)"),
+        PassInfo("gather-simplifier", "gather_simplifier", "rewrite every gather into the simple form (2-D"
+                 " indices, no collapsed dims, offset dims after the batch dim) with reshapes and transposes"
+                 " around it (XLA's GatherSimplifier)"),
+        PassInfo("scatter-simplifier", "scatter_simplifier", "rewrite every scatter into the simple form (index"
+                 " vector last, one leading scatter dim in the updates, no inserted window dims) with reshapes and"
+                 " transposes of its indices and updates (XLA's ScatterSimplifier)"),
         PassInfo("fusion", "fusion", "producer-consumer loop and input fusion into fusion computations,"
                  " decided with the indexing analysis"),
     )
