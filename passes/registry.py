@@ -70,6 +70,13 @@ PASSES: dict[str, PassInfo] = {
         PassInfo("dynamic-index-splitter", "dynamic_index_splitter", "give dynamic-slice and"
                  " dynamic-update-slice one scalar index per dimension instead of an index vector"
                  " (XLA's DynamicIndexSplitter)"),
+        PassInfo("all-reduce-combiner", "all_reduce_combiner", "combine independent all-reduces of one reduction,"
+                 " replica groups and channel kind into one tuple-shaped all-reduce (XLA's AllReduceCombiner)",
+                 options=("combine-threshold-in-bytes", "combine-threshold-count")),
+        PassInfo("all-gather-combiner", "all_gather_combiner", "combine independent all-gathers of one dimension,"
+                 " replica groups and channel kind into one tuple-shaped all-gather (XLA's AllGatherCombiner)",
+                 options=("combine-threshold-in-bytes", "combine-threshold-count", "combine-by-dim",
+                          "combine-different-dtypes", "combine-while-loops")),
         PassInfo("gather-simplifier", "gather_simplifier", "rewrite every gather into the simple form (2-D"
                  " indices, no collapsed dims, offset dims after the batch dim) with reshapes and transposes"
                  " around it (XLA's GatherSimplifier)"),
