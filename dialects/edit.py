@@ -12,7 +12,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from mlir import ir
 
 from hlo_mlir.dialects import NAME, OPCODES, POSITION, SHAPE, from_mlir_type, opcode_of, to_mlir_type
-from hlo_mlir.dialects.attributes import encode_value
+from hlo_mlir.dialects.attributes import encode_value, unquote
 from hlo_mlir.dialects.traits import SIDE_EFFECTING
 from hlo_mlir.shape_text import ShapeError as ShapeTextError
 from hlo_mlir.shape_text import parse_array_shape
@@ -321,3 +321,38 @@ def has_custom_layout(op: ir.Operation) -> bool:
         return False
     layout = [int(x) for x in m.group(2).replace(" ", "").split(",") if x]
     return layout != list(range(rank - 1, -1, -1))
+
+
+def frontend_attributes(op: ir.Operation) -> dict[str, str]:
+    """An instruction's `frontend_attributes={key="value",...}` as a dict; a value written unquoted
+    (`composite.attributes={n = 1 : i32}`) is kept as its text."""
+    if "frontend_attributes" not in op.attributes:
+        return {}
+    text = ir.StringAttr(op.attributes["frontend_attributes"]).value.strip()
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    entries: list[str] = []
+    depth, quoted, escaped, start = 0, False, False, 0
+    for i, ch in enumerate(text):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = quoted
+        elif ch == '"':
+            quoted = not quoted
+        elif not quoted and ch in "{[(":
+            depth += 1
+        elif not quoted and ch in "}])":
+            depth -= 1
+        elif not quoted and depth == 0 and ch == ",":
+            entries.append(text[start:i])
+            start = i + 1
+    entries.append(text[start:])
+    out: dict[str, str] = {}
+    for entry in entries:
+        key, eq, value = entry.partition("=")
+        if not eq:
+            continue
+        value = value.strip()
+        out[key.strip()] = unquote(value) if len(value) >= 2 and value[0] == value[-1] == '"' else value
+    return out

@@ -83,6 +83,9 @@ PASSES: dict[str, PassInfo] = {
         PassInfo("scatter-simplifier", "scatter_simplifier", "rewrite every scatter into the simple form (index"
                  " vector last, one leading scatter dim in the updates, no inserted window dims) with reshapes and"
                  " transposes of its indices and updates (XLA's ScatterSimplifier)"),
+        PassInfo("call-inliner", "call_inliner", "inline the calls XLA's CallInliner inlines, then dce (options"
+                 " single-call-site, composites-to-preserve, uniquify-channel-ids)",
+                 options=("single-call-site", "composites-to-preserve", "uniquify-channel-ids", "update-domain")),
         PassInfo("fusion", "fusion", "producer-consumer loop and input fusion into fusion computations,"
                  " decided with the indexing analysis"),
     )
