@@ -152,9 +152,7 @@ def _instruction(text: str, env: dict[str, Instr], computations: dict[str, Compu
                 paren = rhs.index("(", k + 1)
                 break
     head = rhs[:paren]
-    type_text, opcode = head.rsplit(None, 1) if " " in head.strip() or "}" in head else (head, "")
-    if not opcode:
-        type_text, opcode = re.match(r"(.*[\]}])\s*([\w\-]+)$", head.strip()).groups()
+    type_text, opcode = re.match(r"(.*[\]})])\s*([\w\-]+)$", head.strip()).groups()
     depth, close = 0, paren
     for k in range(paren, len(rhs)):
         depth += rhs[k] == "("

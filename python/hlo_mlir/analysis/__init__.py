@@ -41,7 +41,7 @@ from hlo_mlir.analysis.dialect import (
     instruction,
     output_to_input_maps,
 )
-from hlo_mlir.analysis.fusion import fusion_output_to_input, grouped_output_to_input
+from hlo_mlir.analysis.fusion import epilogue_input_to_output, fusion_output_to_input, grouped_output_to_input
 from hlo_mlir.analysis.indexing_map import IndexingMap, Interval, RuntimeVariable, Variable, compose
 from hlo_mlir.analysis.op_maps import compute_input_to_output_indexing, compute_output_to_input_indexing
 from hlo_mlir.analysis.parsing import parse_affine_expr, parse_indexing_map
@@ -62,6 +62,7 @@ __all__ = [
     "format_expr",
     "format_xla",
     "find_instr",
+    "epilogue_input_to_output",
     "find_instruction",
     "fusion_output_to_input",
     "generic_maps",

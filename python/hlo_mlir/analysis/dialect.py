@@ -183,6 +183,11 @@ def _functions(module: ir.Operation) -> dict[str, ir.Operation]:
     return out
 
 
+def find_computation(module: ir.Module | ir.Operation, name: str) -> Computation:
+    """The computation called `name` (an `HloError` if there is none)."""
+    return _computation(module.operation, name)
+
+
 def _computation(module: ir.Operation, name: str) -> Computation:
     funcs = _functions(module)
     if name not in funcs:

@@ -9,7 +9,12 @@ once (the document's `p0 + transpose(p0)` keeps two maps, its transpose/exp chai
 from __future__ import annotations
 
 from hlo_mlir.analysis.indexing_map import IndexingMap, compose
-from hlo_mlir.analysis.op_maps import Indexing, compute_output_to_input_indexing, output_dims
+from hlo_mlir.analysis.op_maps import (
+    Indexing,
+    compute_input_to_output_indexing,
+    compute_output_to_input_indexing,
+    output_dims,
+)
 
 
 def post_order(root: object) -> list[object]:
@@ -62,4 +67,30 @@ def fusion_output_to_input(fusion: object, output_id: int = 0) -> Indexing:
         entry = grouped.get(id(param))
         if entry is not None:
             result[param.attrs["parameter_number"]] = set(entry[1])
+    return result
+
+
+def epilogue_input_to_output(hero: object, root: object) -> IndexingMap:
+    """The map from an index of `hero`'s output to the element of `root` it feeds, through the
+    instructions between them (each reads the previous one; XLA's `ComputeEpilogueInputToOutputIndexing`)."""
+    via: dict[int, tuple[object, int]] = {}
+    frontier, seen = [root], {id(root)}
+    while frontier and id(hero) not in seen:
+        instr = frontier.pop()
+        for i, operand in enumerate(instr.operands):
+            if id(operand) not in seen:
+                seen.add(id(operand))
+                via[id(operand)] = (instr, i)
+                frontier.append(operand)
+    if id(hero) not in seen:
+        raise ValueError(f"{root.name} does not read {hero.name}")
+    result = IndexingMap.identity(output_dims(hero))
+    instr = hero
+    while instr is not root:
+        user, operand_id = via[id(instr)]
+        (step,) = compute_input_to_output_indexing(user, operand_id)[0]
+        result = compose(result, step)
+        result.simplify()
+        result.remove_unused_symbols()
+        instr = user
     return result

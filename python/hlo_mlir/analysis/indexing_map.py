@@ -348,11 +348,13 @@ class IndexingMap:
     # --- simplification (implemented in simplifier.py) -------------------------------------------
 
     def simplify(self, preserve_point_dims: bool = False) -> bool:
-        """Range-aware simplification of constraints and results; True if anything changed."""
+        """Range-aware simplification of constraints and results; True if anything changed.
+
+        Like the maps of runtime variables, the replica-id map is left as composed (XLA simplifies
+        neither, and prints them so).
+        """
         from hlo_mlir.analysis.simplifier import simplify_indexing_map
 
-        if self.replica_map is not None:
-            self.replica_map.simplify(preserve_point_dims)
         return simplify_indexing_map(self, preserve_point_dims)
 
     def simplified(self) -> "IndexingMap":

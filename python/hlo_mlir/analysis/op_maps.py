@@ -15,7 +15,14 @@ from collections.abc import Callable, Sequence
 
 from hlo_mlir.analysis import affine as A
 from hlo_mlir.analysis import shape_maps as S
-from hlo_mlir.analysis.indexing_map import IndexingMap, Interval, RuntimeVariable, Variable, dim_vars_from_sizes
+from hlo_mlir.analysis.indexing_map import (
+    IndexingMap,
+    Interval,
+    RuntimeVariable,
+    Variable,
+    compose,
+    dim_vars_from_sizes,
+)
 from hlo_mlir.dialects.traits import ELEMENTWISE
 from hlo_mlir.types import ArrayType, TupleType
 
@@ -126,6 +133,21 @@ def _dot(instr: object, output_id: int) -> Indexing:
     return single(*_dot_maps(instr))
 
 
+def _scaled_dot(instr: object, output_id: int) -> Indexing:
+    """dot's maps for the operands; each scale tensor is read at the operand's index divided by its
+    block size (operand extent / scale extent) in every dimension."""
+    lhs, rhs = _dot_maps(instr)
+    scales = []
+    for operand_map, operand, scale in ((lhs, 0, 2), (rhs, 1, 3)):
+        exprs = []
+        for e, n, k in zip(operand_map.results, operand_dims(instr, operand), operand_dims(instr, scale)):
+            exprs.append(e if n == k else A.floordiv(e, n // k))
+        m = IndexingMap(A.affine_map(operand_map.num_dims, operand_map.num_symbols, exprs), operand_map.dim_vars,
+                        operand_map.range_vars)
+        scales.append(m)
+    return single(lhs, rhs, *scales)
+
+
 def _fold_runtime_variable(hlo: object, access: IndexingMap, feasible: Interval):
     """The expression replacing a runtime variable read from a constant or an iota, if any.
 
@@ -198,13 +220,14 @@ def _is_simplified_gather(instr: object) -> bool:
         and attrs["index_vector_dim"] == 1
         and not attrs.get("collapsed_slice_dims", ())
         and not attrs.get("operand_batching_dims", ())
-        and tuple(attrs["start_index_map"]) == tuple(range(len(attrs["start_index_map"])))
+        and len(set(attrs["start_index_map"])) == len(attrs["start_index_map"])
         and offset_dims == tuple(range(1, len(offset_dims) + 1))
     )
 
 
 def _gather(instr: object, output_id: int) -> Indexing:
-    """Only the canonical form of gather_simplifier: indices `[N, k]`, offsets in dims 1.."""
+    """Only the canonical form of gather_simplifier: indices `[N, k]`, offsets in dims 1.. (the k
+    index components may start any k distinct operand dims, in any order)."""
     if not _is_simplified_gather(instr):
         return unknown(2)
     attrs = instr.attrs
@@ -416,6 +439,7 @@ OUTPUT_TO_INPUT: dict[str, Callable[[object, int], Indexing]] = {
     "constant": _no_operands,
     "convolution": _convolution,
     "dot": _dot,
+    "scaled-dot": _scaled_dot,
     "dynamic-slice": _dynamic_slice,
     "dynamic-update-slice": _dynamic_update_slice,
     "fusion": _fusion,
@@ -433,10 +457,22 @@ OUTPUT_TO_INPUT: dict[str, Callable[[object, int], Indexing]] = {
 }
 
 
-def compute_output_to_input_indexing(instr: object, output_id: int = 0) -> Indexing:
-    """For each operand, the set of maps from an index of output `output_id` to the elements read."""
+def compute_output_to_input_indexing(instr: object, output_id: int = 0, use_physical_layout: bool = False) -> Indexing:
+    """For each operand, the set of maps from an index of output `output_id` to the elements read.
+
+    With `use_physical_layout` the indices are those of the layouts' physical order (major to minor),
+    as XLA's option of that name gives them.
+    """
     rule = OUTPUT_TO_INPUT.get(instr.opcode)
-    return rule(instr, output_id) if rule else unknown(len(instr.operands))
+    indexing = rule(instr, output_id) if rule else unknown(len(instr.operands))
+    if not use_physical_layout:
+        return indexing
+    out = _array_layout(instr.result_type, output_id, getattr(instr, "layout", None))
+    return [
+        {_in_physical_layout(m, out, _array_layout(instr.operand_types[i], 0, getattr(op, "layout", None)))
+         for m in maps}
+        for i, (op, maps) in enumerate(zip(instr.operands, indexing))
+    ]
 
 
 # --- input to output --------------------------------------------------------------------------------
@@ -560,7 +596,51 @@ INPUT_TO_OUTPUT: dict[str, Callable[[object, int], Indexing]] = {
 }
 
 
-def compute_input_to_output_indexing(instr: object, input_id: int = 0) -> Indexing:
-    """For each result, the set of maps from an index of operand `input_id` to the elements it feeds."""
+def compute_input_to_output_indexing(instr: object, input_id: int = 0, use_physical_layout: bool = False) -> Indexing:
+    """For each result, the set of maps from an index of operand `input_id` to the elements it feeds
+    (in the layouts' physical order with `use_physical_layout`)."""
     rule = INPUT_TO_OUTPUT.get(instr.opcode)
-    return rule(instr, input_id) if rule else unknown(_num_results(instr))
+    indexing = rule(instr, input_id) if rule else unknown(_num_results(instr))
+    if not use_physical_layout:
+        return indexing
+    operand = _array_layout(instr.operand_types[input_id], 0, getattr(instr.operands[input_id], "layout", None))
+    return [
+        {_in_physical_layout(m, operand, _array_layout(instr.result_type, k, getattr(instr, "layout", None)))
+         for m in maps}
+        for k, maps in enumerate(indexing)
+    ]
+
+
+# --- physical layouts -------------------------------------------------------------------------------
+
+
+def _array_layout(t: object, index: int, layout: Sequence[int] | None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Dims and minor-to-major layout of an array (of element `index` of a tuple; tuple elements are
+    taken in the default layout)."""
+    if isinstance(t, TupleType):
+        return dims_of(t.elements[index]), tuple(range(len(dims_of(t.elements[index])) - 1, -1, -1))
+    dims = dims_of(t)
+    return dims, tuple(layout) if layout is not None else tuple(range(len(dims) - 1, -1, -1))
+
+
+def _physical_to_logical(dims: Sequence[int], minor_to_major: Sequence[int]) -> IndexingMap:
+    """From an index in physical order (major to minor) to the logical index."""
+    major_to_minor = list(reversed(minor_to_major))
+    position = inverse_permutation(major_to_minor)
+    return permutation_map(position, [dims[d] for d in major_to_minor])
+
+
+def _in_physical_layout(m: IndexingMap, source: tuple, target: tuple) -> IndexingMap:
+    """`m` (from the logical index of `source` to that of `target`) between physical indices."""
+    if m.is_undefined:
+        return m
+    result = m
+    if tuple(source[1]) != tuple(range(len(source[0]) - 1, -1, -1)):
+        result = compose(_physical_to_logical(*source), result)
+    if tuple(target[1]) != tuple(range(len(target[0]) - 1, -1, -1)):
+        major_to_minor = list(reversed(target[1]))
+        result = compose(result, permutation_map(major_to_minor, target[0]))
+    if result is not m:
+        result.simplify()
+        result.remove_unused_symbols()
+    return result

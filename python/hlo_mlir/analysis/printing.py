@@ -235,13 +235,15 @@ def _literal(value: object) -> str:
 
 
 def format_runtime_source(instr: object) -> str:
-    """The instruction a runtime variable reads, as XLA's `OperandIndexing::ToString` names it:
-    `parameter(N)`, `constant(V)`, otherwise `%name` (names differ between HLO and StableHLO)."""
+    """The instruction a runtime variable reads, as XLA's `RuntimeVarIndexing::ToString` names it:
+    `parameter(N)`, `constant(V)` (a scalar; other constants are just `constant`), otherwise its name."""
     if instr.opcode == "parameter":
         return f"parameter({instr.attrs['parameter_number']})"
-    if instr.opcode == "constant" and "value" in instr.attrs:
-        return f"constant({_literal(instr.attrs['value'])})"
-    return f"%{instr.name}"
+    if instr.opcode == "constant":
+        value = instr.attrs.get("value")
+        scalar = value is not None and not getattr(value, "shape", ())
+        return f"constant({_literal(value)})" if scalar else "constant"
+    return instr.name
 
 
 def format_instruction(instr: object, sigil: str) -> str:
