@@ -5,8 +5,9 @@ HLO text may still spell the old form, one rank-1 index vector (`dynamic-slice(p
 such op gets one `slice` of element d of the vector and a `reshape` to a scalar per dimension, and is
 rebuilt on those scalars. A dynamic-slice of a rank-0 operand is that operand, a dynamic-update-slice
 of one its update (there is nothing to index), whatever its index operands. Ops already on scalar
-indices stay; fusion computations are left alone, as XLA does. Ops whose index vector or operand has
-dynamic or bounded dimensions are left alone too (XLA's pass assumes static shapes).
+indices stay; fusion computations and the computations of composite calls are left alone, as XLA
+does. Ops whose index vector or operand has dynamic or bounded dimensions are left alone too (XLA's
+pass assumes static shapes).
 """
 
 from __future__ import annotations
@@ -58,12 +59,21 @@ def _split(op: ir.Operation, names: edit.Names) -> bool:
     return True
 
 
+def _composite_bodies(module: ir.Module) -> set[str]:
+    """Computations a composite call runs (XLA's pass skips them, as it skips fusion computations)."""
+    return {
+        c for fn in edit.functions(module).values() for op in edit.instructions(fn)
+        if opcode_of(op) == "call" and "is_composite" in op.attributes and ir.BoolAttr(op.attributes["is_composite"]).value
+        for c in edit.callees(op)
+    }  # fmt: skip
+
+
 def run(module: ir.Module, options: Mapping[str, str]) -> bool:
     names = edit.Names(module)
-    fused = edit.fusion_computations(module)
+    skipped = edit.fusion_computations(module) | _composite_bodies(module)
     changed = False
     for name, fn in edit.functions(module).items():
-        if name in fused:
+        if name in skipped:
             continue
         for op in list(edit.instructions(fn)):
             if opcode_of(op) in _FIRST_INDEX:
