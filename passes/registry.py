@@ -70,6 +70,13 @@ PASSES: dict[str, PassInfo] = {
         PassInfo("dynamic-index-splitter", "dynamic_index_splitter", "give dynamic-slice and"
                  " dynamic-update-slice one scalar index per dimension instead of an index vector"
                  " (XLA's DynamicIndexSplitter)"),
+        PassInfo("reshape-mover", "reshape_mover", "sink reshapes and transposes below elementwise instructions"
+                 " when every operand can take the inverse rearrange (XLA's ReshapeMover)"),
+        PassInfo("simplify-fp-conversions", "simplify_fp_conversions", "replace chains of two or more converts to"
+                 " floating-point types by one convert, as XLA does: not exact (XLA's SimplifyFPConversions)"),
+        PassInfo("tree-reduction-rewriter", "tree_reduction_rewriter", "split reduces over a dimension longer than"
+                 " reduce-window-size (default 32) into a reduce-window and a reduce (XLA's TreeReductionRewriter)",
+                 options=("reduce-window-size",)),
         PassInfo("all-reduce-combiner", "all_reduce_combiner", "combine independent all-reduces of one reduction,"
                  " replica groups and channel kind into one tuple-shaped all-reduce (XLA's AllReduceCombiner)",
                  options=("combine-threshold-in-bytes", "combine-threshold-count")),

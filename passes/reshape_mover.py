@@ -1,0 +1,258 @@
+"""reshape-mover (XLA's ReshapeMover, default options): sink reshapes and transposes ("rearranges")
+below elementwise instructions, `add(reshape(a), reshape(b)) -> reshape(add(a, b))`, so that the
+rearranges meet and cancel with others, or move to where they are cheaper (one instead of several).
+
+XLA's conditions, mirrored:
+- An elementwise instruction is a candidate when some operand is a rearrange R that is not trivial
+  (the first such operand is the one moved), every other rearrange operand is equivalent to R (same
+  opcode and result dimensions; a transpose with the same permutation, a reshape from the same
+  dimensions), and every operand that is not a rearrange can take R's inverse trivially: a constant,
+  an rng read by nothing else, or a broadcast with sorted dimensions whose operand is a scalar (for a
+  reshape) or whose broadcast dimensions keep their order under the transpose. A rearrange is trivial
+  when it is a no-op (a reshape to its own shape and layout, an identity transpose) or its operand
+  can take it trivially.
+- Candidates whose rearrange operands are read by anything but candidates are dropped, repeatedly,
+  so a rearrange is only moved when every reader of it moves it: the count of rearranges never grows.
+- A moved instruction is computed on R's operand shape from the inverse rearrange of each operand
+  (a reshape of a reshape from the right shape is its operand; a transpose gets the inverse
+  transpose, which `algebraic-simplify` cancels against an operand transpose, as in XLA) and R is
+  applied to its result, which takes the instruction's name, written layout and metadata. The
+  instruction and what only it read are removed. Computations of fusions are left alone.
+
+Results are unchanged: an elementwise op commutes with any rearrange of all its operands.
+Not done: the `reshape_of_1d_broadcast_is_cheap` option (off in XLA's default and in XLA:CPU's use);
+elementwise instructions with a scalar operand (clamp, select) are left alone, where XLA would build
+a reshape of the scalar that its verifier rejects; `map` and elementwise fusions, which XLA also
+treats as elementwise, are not moved across; an instruction whose moved rearrange reads an array of a
+written non-default layout is left alone (XLA gives the moved instruction that layout); new inverse
+transposes get the default layout where XLA permutes the operand's layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from mlir import ir
+
+from hlo_mlir.dialects import NAME, SHAPE, edit, opcode_of, to_mlir_type
+from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.dialects.traits import ELEMENTWISE
+from hlo_mlir.types import ArrayType
+
+_REARRANGES = ("reshape", "transpose")
+
+
+def _rearrange(value: ir.Value) -> ir.Operation | None:
+    op = edit.defining_op(value)
+    return op if op is not None and opcode_of(op) in _REARRANGES else None
+
+
+def _array(value: ir.Value) -> ArrayType:
+    t = edit.type_of(value)
+    assert isinstance(t, ArrayType)
+    return t
+
+
+def _layout(value: ir.Value) -> tuple[int, ...]:
+    return edit.layout_of(value) or tuple(range(_array(value).rank - 1, -1, -1))
+
+
+def _default_layout(value: ir.Value) -> bool:
+    return _layout(value) == tuple(range(_array(value).rank - 1, -1, -1))
+
+
+def _same_shape(a: ir.Value, b: ir.Value) -> bool:
+    """XLA's ShapeUtil::Equal: element type, dimensions and layout."""
+    return a.type == b.type and _layout(a) == _layout(b)
+
+
+def _perm(transpose: ir.Operation) -> tuple[int, ...]:
+    return tuple(decode_all(transpose.attributes)["dimensions"])
+
+
+def _inverse(perm: tuple[int, ...]) -> tuple[int, ...]:
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return tuple(inv)
+
+
+def _is_identity(perm: tuple[int, ...]) -> bool:
+    return perm == tuple(range(len(perm)))
+
+
+def _equivalent(a: ir.Operation, b: ir.Operation) -> bool:
+    if opcode_of(a) != opcode_of(b) or _array(a.result).dims != _array(b.result).dims:
+        return False
+    if opcode_of(a) == "transpose":
+        return _perm(a) == _perm(b)
+    return _array(a.operands[0]).dims == _array(b.operands[0]).dims
+
+
+def _users(value: ir.Value) -> list[ir.Operation]:
+    """The distinct instructions reading `value`; being ROOT is no use (XLA's users())."""
+    out: list[ir.Operation] = []
+    for use in value.uses:
+        owner = use.owner.operation
+        if owner.name != "func.return" and all(owner != u for u in out):
+            out.append(owner)
+    return out
+
+
+def _trivially_rearranged(value: ir.Value, rearrange: ir.Operation) -> bool:
+    """Whether `value` can take the inverse of `rearrange` at no cost (XLA's CanTriviallyRearrange)."""
+    if opcode_of(rearrange) == "reshape" and _same_shape(rearrange.result, rearrange.operands[0]):
+        return True
+    if opcode_of(rearrange) == "transpose" and _is_identity(_perm(rearrange)):
+        return True
+    op = edit.defining_op(value)
+    if op is None:
+        return False
+    opcode = opcode_of(op)
+    if opcode == "constant":
+        return True
+    if opcode == "rng":
+        return len(_users(value)) == 1
+    if opcode != "broadcast":
+        return False
+    dims = tuple(decode_all(op.attributes)["dimensions"])
+    if list(dims) != sorted(dims):
+        return False
+    if opcode_of(rearrange) == "reshape":
+        return _array(op.operands[0]).rank == 0
+    perm = _perm(rearrange)
+    moved = [perm[d] for d in dims]
+    return moved == sorted(moved)
+
+
+def _first_nontrivial(operands: list[ir.Value]) -> ir.Operation | None:
+    for v in operands:
+        r = _rearrange(v)
+        if r is not None and not _trivially_rearranged(r.operands[0], r):
+            return r
+    return None
+
+
+def _elementwise(op: ir.Operation) -> bool:
+    """Elementwise with every operand of the result's dimensions (no scalar operand of clamp/select)."""
+    opcode = opcode_of(op)
+    if len(op.results) != 1 or not isinstance(edit.type_of(op.result), ArrayType):
+        return False
+    if opcode == "bitcast-convert":
+        if _array(op.operands[0]).element.bits != _array(op.result).element.bits:
+            return False
+    elif opcode not in ELEMENTWISE:
+        return False
+    dims = _array(op.result).dims
+    return all(isinstance(edit.type_of(v), ArrayType) and _array(v).dims == dims for v in op.operands)
+
+
+def _candidate(op: ir.Operation) -> bool:
+    if not _elementwise(op):
+        return False
+    operands = list(op.operands)
+    r = _first_nontrivial(operands)
+    if r is None or not _default_layout(r.operands[0]):
+        return False
+    for v in operands:
+        other = _rearrange(v)
+        if other is not None and not _equivalent(other, r):
+            return False
+        if other is None and not _trivially_rearranged(v, r):
+            return False
+    return True
+
+
+def _prune(candidates: list[ir.Operation]) -> list[ir.Operation]:
+    """Drop candidates reading a rearrange that a non-candidate also reads, until none does."""
+    removed = True
+    while candidates and removed:
+        removed = False
+        rearranges: list[ir.Value] = []
+        for op in candidates:
+            for v in op.operands:
+                if _rearrange(v) is not None and all(v != r for r in rearranges):
+                    rearranges.append(v)
+        for v in rearranges:
+            users = _users(v)
+            if any(all(u != c for c in candidates) for u in users):
+                kept = [c for c in candidates if all(c != u for u in users)]
+                removed |= len(kept) != len(candidates)
+                candidates = kept
+    return candidates
+
+
+def _inverse_rearranged(r: ir.Operation, v: ir.Value, at: ir.Operation, names: edit.Names) -> ir.Value:
+    """`v` under the inverse of rearrange `r` (XLA's ApplyInverseRearrange)."""
+    t = _array(v)
+    if opcode_of(r) == "transpose":
+        perm = _perm(r)
+        if _is_identity(perm):
+            return v
+        inv = _inverse(perm)
+        out = ArrayType(t.element, tuple(t.dims[i] for i in inv))
+        with ir.InsertionPoint(at):
+            return edit.create("transpose", [v], out, {"dimensions": inv}, name=names.fresh("transpose"),
+                               loc=at.location).result
+    source = r.operands[0]
+    new = ArrayType(t.element, _array(source).dims)
+    layout = _layout(source)
+    if t == new and _layout(v) == layout:
+        return v
+    inner = _rearrange(v)
+    if inner is not None and opcode_of(inner) == "reshape":
+        x = inner.operands[0]
+        if edit.type_of(x) == new and _layout(x) == layout:
+            return x
+    with ir.InsertionPoint(at):
+        return edit.create("reshape", [v], new, name=names.fresh("reshape"), loc=at.location).result
+
+
+def _erase_with_unused_operands(op: ir.Operation) -> None:
+    """Erase `op` and the producers that only it read, transitively (XLA's ReplaceInstruction)."""
+    dead = [op]
+    i = 0
+    while i < len(dead):
+        for v in dead[i].operands:
+            p = edit.defining_op(v)
+            if p is None or any(p == d for d in dead) or edit.has_side_effect(p) or len(p.results) != 1:
+                continue
+            if all(any(use.owner.operation == d for d in dead) for use in p.result.uses):
+                dead.append(p)
+        i += 1
+    for d in dead:  # every op comes after all of its readers
+        d.erase()
+
+
+def _sink(op: ir.Operation, names: edit.Names) -> None:
+    r = _first_nontrivial(list(op.operands))
+    assert r is not None
+    source = r.operands[0]
+    operands = [_inverse_rearranged(r, v, op, names) for v in op.operands]
+    result = _array(op.result)
+    inner_type = ArrayType(result.element, _array(source).dims)
+    attrs = {k: a for k, a in edit.copy_attributes(op).items() if k not in (NAME, SHAPE, "sharding")}
+    attrs[NAME] = ir.StringAttr.get(names.fresh(edit.name_of(op)))
+    outer_attrs = {k: op.attributes[k] for k in (SHAPE, "metadata") if k in op.attributes}
+    with ir.InsertionPoint(op):
+        inner = ir.Operation.create(op.name, results=[to_mlir_type(inner_type)], operands=operands,
+                                    attributes=attrs, loc=op.location)
+        extra = {"dimensions": _perm(r)} if opcode_of(r) == "transpose" else {}
+        outer = edit.create(opcode_of(r), [inner.result], result, extra, name=edit.name_of(op), loc=op.location,
+                            mlir_attrs=outer_attrs)
+    op.result.replace_all_uses_with(outer.result)
+    _erase_with_unused_operands(op)
+
+
+def run(module: ir.Module, options: Mapping[str, str]) -> bool:
+    names = edit.Names(module)
+    fused = edit.fusion_computations(module)
+    changed = False
+    for name, fn in edit.functions(module).items():
+        if name in fused:
+            continue
+        candidates = _prune([op for op in edit.instructions(fn) if _candidate(op)])
+        for op in candidates:
+            _sink(op, names)
+        changed |= bool(candidates)
+    return changed

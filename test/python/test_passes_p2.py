@@ -1,0 +1,159 @@
+"""reshape-mover, tree-reduction-rewriter and simplify-fp-conversions (XLA's passes of those names).
+
+On every module of the JAX corpus and every module of their lit tests that a pass changes, the result
+verifies, XLA's parser accepts it, and the interpreter gives the results it gave before (random
+inputs; the interpreter runs once per module for all three passes): exactly up to float rounding for
+the two exact passes, and for simplify-fp-conversions, which drops roundings on purpose as XLA's pass
+does, within the precision of the narrowest float type a convert of the module produced. XLA:CPU runs
+each changed module too: for the exact passes it computes what it computed for the original, for
+simplify-fp-conversions what our interpreter computes for the rewritten module.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import hlo_mlir
+from hlo_mlir import io
+from hlo_mlir.dialects import edit, opcode_of
+from hlo_mlir.oracle import run_xla, xla_available, xla_canonical_text
+from hlo_mlir.passes import apply
+from hlo_mlir.types import ArrayType
+from hlo_mlir.verifier import verify_module
+from test_passes_fusion import CORPUS
+
+LIT = Path(__file__).parents[1] / "passes"
+PASSES = ("reshape-mover", "tree-reduction-rewriter", "simplify-fp-conversions")
+EXACT_TOLERANCE = 1e-5
+
+
+def _lit_modules(pass_name: str) -> list[str]:
+    """The modules of a pass's lit test (split at `// -----`)."""
+    return [m for m in (LIT / f"{pass_name}.hlo").read_text().split("\n// -----\n") if "HloModule" in m]
+
+
+@cache
+def _baseline(source: Path | str) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Random inputs of the module and the interpreter's results on them (computed once per module, and
+    only for a module some pass changes)."""
+    module = hlo_mlir.load(source)
+    args = io.random_inputs(io.entry_parameter_types(module), seed=0)
+    return args, [np.asarray(v) for v in module.run(*args)]
+
+
+def _convert_precision(module: hlo_mlir.module.Module) -> float:
+    """The machine epsilon of the narrowest float type any convert of the module produces."""
+    eps = 0.0
+    for fn in edit.functions(module.mlir).values():
+        for op in edit.instructions(fn):
+            t = edit.type_of(op.results[0]) if op.results else None
+            if opcode_of(op) == "convert" and isinstance(t, ArrayType) and t.element.is_float:
+                eps = max(eps, float(ml_dtypes.finfo(t.dtype).eps))
+    return eps
+
+
+def _close(got: list[np.ndarray], want: list[np.ndarray], tolerance: float) -> None:
+    assert len(got) == len(want)
+    for ours, ref in zip(got, want):
+        assert ours.shape == ref.shape and ours.dtype == ref.dtype, f"{ours.shape} {ours.dtype} vs {ref.shape}"
+        if ours.dtype.kind in "fc" or ours.dtype.name.startswith(("bfloat", "float")):
+            wide = np.complex128 if ours.dtype.kind == "c" else np.float64
+            np.testing.assert_allclose(ours.astype(wide), ref.astype(wide), rtol=tolerance, atol=tolerance)
+        else:
+            np.testing.assert_array_equal(ours, ref)
+
+
+def _check(source: Path | str, pass_name: str) -> bool:
+    """Run the pass; when it changes the module, check it as the module docstring says. Whether it did."""
+    module = hlo_mlir.load(source, verify=False)  # verified below, where the pass changed it
+    before = module.to_hlo()
+    apply(module, pass_name, verify_each=False)
+    text = module.to_hlo()
+    if text == before:
+        return False
+    args, expected = _baseline(source)
+    assert module.mlir.operation.verify()
+    verify_module(module)
+    exact = pass_name != "simplify-fp-conversions"
+    tolerance = EXACT_TOLERANCE if exact else max(EXACT_TOLERANCE, _convert_precision(hlo_mlir.load(source)))
+    got = [np.asarray(v) for v in hlo_mlir.load(text).run(*args)]
+    _close(got, expected, tolerance)
+    if xla_available():
+        assert "HloModule" in xla_canonical_text(text)
+        if " rng(" in before:
+            return True  # XLA:CPU seeds rng per compilation: two compilations draw different numbers
+        reference = run_xla(before, args) if exact else got
+        _close([np.asarray(v) for v in run_xla(text, args)], [np.asarray(v) for v in reference], EXACT_TOLERANCE)
+    return True
+
+
+@pytest.mark.parametrize("pass_name", PASSES)
+@pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
+def test_pass_preserves_results_on_corpus(path: Path, pass_name: str) -> None:
+    _check(path, pass_name)
+
+
+@pytest.mark.parametrize("pass_name", PASSES)
+def test_pass_changes_and_preserves_its_lit_modules(pass_name: str) -> None:
+    changed = [_check(text, pass_name) for text in _lit_modules(pass_name)]
+    assert any(changed)
+
+
+# The corpus modules each pass changes (checked above), so a pass that stops matching real programs fails.
+CHANGES = {
+    "reshape-mover": {"layernorm.hlo", "mlp_train_step.hlo", "reductions.hlo", "softmax.hlo",
+                      "transformer_block.hlo"},
+    "tree-reduction-rewriter": {"layernorm.hlo"},
+    "simplify-fp-conversions": {"convert_types.hlo", "convert_types.opt.hlo"},
+}
+
+
+@pytest.mark.parametrize("pass_name", PASSES)
+def test_pass_changes_the_expected_corpus_modules(pass_name: str) -> None:
+    for name in CHANGES[pass_name]:
+        module = hlo_mlir.load(Path(CORPUS[0].parent, name))
+        before = module.to_hlo()
+        apply(module, pass_name)
+        assert module.to_hlo() != before, name
+
+
+def test_simplify_fp_conversions_drops_the_bf16_rounding() -> None:
+    """Not exact, as XLA's pass: f32 -> bf16 -> f32 becomes the identity, so 1 + 2^-10 survives."""
+    text = """HloModule m
+ENTRY e {
+  x = f32[2] parameter(0)
+  b = bf16[2] convert(x)
+  ROOT f = f32[2] convert(b)
+}"""
+    module = hlo_mlir.load(text)
+    x = np.array([1 + 2**-10, 3], np.float32)
+    assert np.asarray(module.run(x)[0])[0] == 1
+    apply(module, "simplify-fp-conversions")
+    np.testing.assert_array_equal(np.asarray(module.run(x)[0]), x)
+
+
+def test_tree_reduction_rewriter_combines_a_non_identity_init_as_xla_cpu_does() -> None:
+    """An init value that is no identity is combined once per window and once more: 1000 ones with
+    init 1 sum to 1033 after the rewrite (32 windows), which is what XLA:CPU computes for the original."""
+    text = """HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[1000] parameter(0)
+  one = f32[] constant(1)
+  ROOT r = f32[] reduce(x, one), dimensions={0}, to_apply=add
+}"""
+    module = hlo_mlir.load(text)
+    apply(module, "tree-reduction-rewriter")
+    x = np.ones(1000, np.float32)
+    assert float(np.asarray(module.run(x)[0])) == 1033
+    if xla_available():
+        assert float(np.asarray(run_xla(text, [x])[0])) == 1033
