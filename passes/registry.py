@@ -71,7 +71,8 @@ PASSES: dict[str, PassInfo] = {
                  " dynamic-update-slice one scalar index per dimension instead of an index vector"
                  " (XLA's DynamicIndexSplitter)"),
         PassInfo("reshape-mover", "reshape_mover", "sink reshapes and transposes below elementwise instructions"
-                 " when every operand can take the inverse rearrange (XLA's ReshapeMover)"),
+                 " when every operand can take the inverse rearrange (XLA's ReshapeMover)",
+                 options=("reshape-of-1d-broadcast-is-cheap",)),
         PassInfo("simplify-fp-conversions", "simplify_fp_conversions", "replace chains of two or more converts to"
                  " floating-point types by one convert, as XLA does: not exact (XLA's SimplifyFPConversions)"),
         PassInfo("tree-reduction-rewriter", "tree_reduction_rewriter", "split reduces over a dimension longer than"
@@ -94,7 +95,9 @@ PASSES: dict[str, PassInfo] = {
                  " single-call-site, composites-to-preserve, uniquify-channel-ids)",
                  options=("single-call-site", "composites-to-preserve", "uniquify-channel-ids", "update-domain")),
         PassInfo("fusion", "fusion", "producer-consumer loop and input fusion into fusion computations,"
-                 " decided with the indexing analysis"),
+                 " decided with the indexing analysis, in the entry and the computations while, conditional and"
+                 " call run; multi-output=true adds sibling multi-output fusion (XLA:CPU's CpuMultiOutputFusion)",
+                 options=("multi-output",)),
     )
 }
 

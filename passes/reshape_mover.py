@@ -1,16 +1,18 @@
-"""reshape-mover (XLA's ReshapeMover, default options): sink reshapes and transposes ("rearranges")
-below elementwise instructions, `add(reshape(a), reshape(b)) -> reshape(add(a, b))`, so that the
-rearranges meet and cancel with others, or move to where they are cheaper (one instead of several).
+"""reshape-mover (XLA's ReshapeMover; option reshape-of-1d-broadcast-is-cheap, default false as in
+XLA's hlo-opt and XLA:CPU): sink reshapes and transposes ("rearranges") below elementwise instructions,
+`add(reshape(a), reshape(b)) -> reshape(add(a, b))`, so that the rearranges meet and cancel with
+others, or move to where they are cheaper (one instead of several).
 
 XLA's conditions, mirrored:
 - An elementwise instruction is a candidate when some operand is a rearrange R that is not trivial
   (the first such operand is the one moved), every other rearrange operand is equivalent to R (same
   opcode and result dimensions; a transpose with the same permutation, a reshape from the same
   dimensions), and every operand that is not a rearrange can take R's inverse trivially: a constant,
-  an rng read by nothing else, or a broadcast with sorted dimensions whose operand is a scalar (for a
-  reshape) or whose broadcast dimensions keep their order under the transpose. A rearrange is trivial
-  when it is a no-op (a reshape to its own shape and layout, an identity transpose) or its operand
-  can take it trivially.
+  an rng read by nothing else, or a broadcast with sorted dimensions that a transpose keeps in order,
+  or under a reshape one of a scalar (with the option also one whose operand has at most one dimension
+  longer than 1, or whose broadcast dimensions the reshape leaves whole). A rearrange is trivial when
+  it is a no-op (a reshape to its own shape and layout, an identity transpose) or its operand can
+  take it trivially.
 - Candidates whose rearrange operands are read by anything but candidates are dropped, repeatedly,
   so a rearrange is only moved when every reader of it moves it: the count of rearranges never grows.
 - A moved instruction is computed on R's operand shape from the inverse rearrange of each operand
@@ -20,16 +22,17 @@ XLA's conditions, mirrored:
   instruction and what only it read are removed. Computations of fusions are left alone.
 
 Results are unchanged: an elementwise op commutes with any rearrange of all its operands.
-Not done: the `reshape_of_1d_broadcast_is_cheap` option (off in XLA's default and in XLA:CPU's use);
-elementwise instructions with a scalar operand (clamp, select) are left alone, where XLA would build
-a reshape of the scalar that its verifier rejects; `map` and elementwise fusions, which XLA also
-treats as elementwise, are not moved across; an instruction whose moved rearrange reads an array of a
-written non-default layout is left alone (XLA gives the moved instruction that layout); new inverse
-transposes get the default layout where XLA permutes the operand's layout.
+Not done: elementwise instructions with a scalar operand (clamp, select) are left alone, where XLA
+would build a reshape of the scalar that its verifier rejects; `map` and elementwise fusions, which
+XLA also treats as elementwise, are not moved across; an instruction whose moved rearrange reads an
+array of a written non-default layout is left alone (XLA gives the moved instruction that layout); new
+inverse transposes get the default layout where XLA permutes the operand's layout.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Mapping
 
 from mlir import ir
@@ -37,6 +40,7 @@ from mlir import ir
 from hlo_mlir.dialects import NAME, SHAPE, edit, opcode_of, to_mlir_type
 from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.dialects.traits import ELEMENTWISE
+from hlo_mlir.passes.collective_combiners import bool_option
 from hlo_mlir.types import ArrayType
 
 _REARRANGES = ("reshape", "transpose")
@@ -99,7 +103,52 @@ def _users(value: ir.Value) -> list[ir.Operation]:
     return out
 
 
-def _trivially_rearranged(value: ir.Value, rearrange: ir.Operation) -> bool:
+def _common_factors(a: tuple[int, ...], b: tuple[int, ...]) -> list[tuple[int, int]]:
+    """XLA's CommonFactors: the bounds (i, j) splitting `a` and `b` into consecutive groups of equal
+    products, as short as possible; the last bound is (len(a), len(b))."""
+    if a == b:
+        return [(i, i) for i in range(len(a) + 1)]
+    bounds: list[tuple[int, int]] = []
+    i = j = 0
+    prior_i = prior_j = -1
+    while i < len(a) and j < len(b) and a[i] == b[j]:
+        prior_i, prior_j = i, j
+        bounds.append((i, j))
+        i += 1
+        j += 1
+    if math.prod(a[i:]) != math.prod(b[j:]):
+        return [(0, 0), (len(a), len(b))]
+    if math.prod(a[i:]) == 0:
+        return [*bounds, (i, j), (len(a), len(b))]
+    size_a = size_b = 1
+    while True:
+        if size_a == size_b and (i > prior_i or j > prior_j):
+            prior_i, prior_j = i, j
+            bounds.append((i, j))
+            continue
+        in_a, in_b = i < len(a), j < len(b)
+        if not (in_a or in_b):
+            return bounds
+        next_a = size_a < size_b or (in_a and (not in_b or (size_a == size_b and a[i] <= b[j])))
+        next_b = size_b < size_a or (in_b and (not in_a or (size_b == size_a and b[j] <= a[i])))
+        if next_a:
+            size_a *= a[i]
+            i += 1
+        if next_b:
+            size_b *= b[j]
+            j += 1
+
+
+def _leaves_unmodified(source: tuple[int, ...], target: tuple[int, ...], dims: tuple[int, ...]) -> bool:
+    """Whether a reshape from `source` to `target` keeps each of the (sorted) `dims` of `source` as a
+    dimension of its own (XLA's ReshapeLeavesDimensionsUnmodified): a common factor group of one
+    dimension on each side."""
+    bounds = _common_factors(source, target)
+    unmodified = {lo[0] for lo, hi in itertools.pairwise(bounds) if hi[0] - lo[0] == 1 and hi[1] - lo[1] == 1}
+    return all(d in unmodified for d in dims)
+
+
+def _trivially_rearranged(value: ir.Value, rearrange: ir.Operation, cheap_1d: bool) -> bool:
     """Whether `value` can take the inverse of `rearrange` at no cost (XLA's CanTriviallyRearrange)."""
     if opcode_of(rearrange) == "reshape" and _same_shape(rearrange.result, rearrange.operands[0]):
         return True
@@ -119,16 +168,20 @@ def _trivially_rearranged(value: ir.Value, rearrange: ir.Operation) -> bool:
     if list(dims) != sorted(dims):
         return False
     if opcode_of(rearrange) == "reshape":
-        return _array(op.operands[0]).rank == 0
+        source = _array(op.operands[0])
+        if source.rank == 0:
+            return True
+        return cheap_1d and (sum(1 for n in source.dims if n != 1) <= 1 or _leaves_unmodified(
+            _array(rearrange.result).dims, _array(rearrange.operands[0]).dims, dims))
     perm = _perm(rearrange)
     moved = [perm[d] for d in dims]
     return moved == sorted(moved)
 
 
-def _first_nontrivial(operands: list[ir.Value]) -> ir.Operation | None:
+def _first_nontrivial(operands: list[ir.Value], cheap_1d: bool) -> ir.Operation | None:
     for v in operands:
         r = _rearrange(v)
-        if r is not None and not _trivially_rearranged(r.operands[0], r):
+        if r is not None and not _trivially_rearranged(r.operands[0], r, cheap_1d):
             return r
     return None
 
@@ -147,18 +200,18 @@ def _elementwise(op: ir.Operation) -> bool:
     return all(isinstance(edit.type_of(v), ArrayType) and _array(v).dims == dims for v in op.operands)
 
 
-def _candidate(op: ir.Operation) -> bool:
+def _candidate(op: ir.Operation, cheap_1d: bool) -> bool:
     if not _elementwise(op):
         return False
     operands = list(op.operands)
-    r = _first_nontrivial(operands)
+    r = _first_nontrivial(operands, cheap_1d)
     if r is None or not _default_layout(r.operands[0]):
         return False
     for v in operands:
         other = _rearrange(v)
         if other is not None and not _equivalent(other, r):
             return False
-        if other is None and not _trivially_rearranged(v, r):
+        if other is None and not _trivially_rearranged(v, r, cheap_1d):
             return False
     return True
 
@@ -224,8 +277,8 @@ def _erase_with_unused_operands(op: ir.Operation) -> None:
         d.erase()
 
 
-def _sink(op: ir.Operation, names: edit.Names) -> None:
-    r = _first_nontrivial(list(op.operands))
+def _sink(op: ir.Operation, names: edit.Names, cheap_1d: bool) -> None:
+    r = _first_nontrivial(list(op.operands), cheap_1d)
     assert r is not None
     source = r.operands[0]
     operands = [_inverse_rearranged(r, v, op, names) for v in op.operands]
@@ -245,14 +298,15 @@ def _sink(op: ir.Operation, names: edit.Names) -> None:
 
 
 def run(module: ir.Module, options: Mapping[str, str]) -> bool:
+    cheap_1d = bool_option("reshape-mover", options, "reshape-of-1d-broadcast-is-cheap", False)
     names = edit.Names(module)
     fused = edit.fusion_computations(module)
     changed = False
     for name, fn in edit.functions(module).items():
         if name in fused:
             continue
-        candidates = _prune([op for op in edit.instructions(fn) if _candidate(op)])
+        candidates = _prune([op for op in edit.instructions(fn) if _candidate(op, cheap_1d)])
         for op in candidates:
-            _sink(op, names)
+            _sink(op, names, cheap_1d)
         changed |= bool(candidates)
     return changed

@@ -30,11 +30,18 @@ def _close(ours: np.ndarray, ref: np.ndarray) -> None:
         np.testing.assert_array_equal(ours, ref)
 
 
-def check_pass_preserves(path_or_text: Path | str, passes: str) -> hlo_mlir.module.Module:
-    """Run `passes` on the module; results on random inputs, verification and XLA parsing must hold."""
+def reference(path_or_text: Path | str) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Random inputs of a module and the interpreter's results on them (computed once, shared by checks)."""
     module = hlo_mlir.load(path_or_text)
     args = io.random_inputs(io.entry_parameter_types(module), seed=1)
-    expected = [np.asarray(v) for v in module.run(*args)]
+    return args, [np.asarray(v) for v in module.run(*args)]
+
+
+def check_pass_preserves(path_or_text: Path | str, passes: str,
+                         ref: tuple[list[np.ndarray], list[np.ndarray]] | None = None) -> hlo_mlir.module.Module:
+    """Run `passes` on the module; results on random inputs, verification and XLA parsing must hold."""
+    args, expected = ref if ref is not None else reference(path_or_text)
+    module = hlo_mlir.load(path_or_text)
     apply(module, passes)
     assert module.mlir.operation.verify()
     verify_module(module)
@@ -48,11 +55,12 @@ def check_pass_preserves(path_or_text: Path | str, passes: str) -> hlo_mlir.modu
     return module
 
 
-def _fused_ops(module: hlo_mlir.module.Module) -> list[tuple[str, list[str]]]:
-    """(kind, opcodes inside) of each fusion of the entry computation."""
+def _fused_ops(module: hlo_mlir.module.Module, entry_only: bool = False) -> list[tuple[str, list[str]]]:
+    """(kind, opcodes inside) of each fusion of the entry computation (or of every computation)."""
     fns = edit.functions(module.mlir)
     out = []
-    for op in edit.instructions(edit.entry(module.mlir)):
+    callers = [edit.entry(module.mlir)] if entry_only else list(fns.values())
+    for op in (op for fn in callers for op in edit.instructions(fn)):
         if opcode_of(op) == "fusion":
             (callee,) = edit.callees(op)
             kind = str(op.attributes["kind"]).strip('"')
@@ -62,14 +70,24 @@ def _fused_ops(module: hlo_mlir.module.Module) -> list[tuple[str, list[str]]]:
 
 @pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
 def test_fusion_preserves_results(path: Path) -> None:
-    module = check_pass_preserves(path, "fusion")
+    """Both forms of the pass (without and with multi-output fusion) keep the results of the module,
+    whose interpreter run is shared (the second form runs only where it fuses differently); every
+    fusion they make, in any computation, follows the rules."""
+    ref = reference(path)
+    single = check_pass_preserves(path, "fusion", ref)
+    multi = hlo_mlir.load(path)
+    apply(multi, "fusion{multi-output=true}")
+    modules = [single]
+    if multi.to_hlo() != single.to_hlo():
+        modules.append(check_pass_preserves(path, "fusion{multi-output=true}", ref))
     if path.name.endswith(".opt.hlo"):
         return  # XLA's own fusions are there too; the decisions are checked on unoptimized modules
-    for kind, opcodes in _fused_ops(module):
-        assert not NEVER_FUSED & set(opcodes)
-        root = opcodes[-1]
-        assert (kind == "kInput") == (root == "reduce")
-        assert all(o in LOOP_FUSIBLE for o in opcodes[:-1] if o != "reduce"), opcodes
+    for module in modules:
+        for kind, opcodes in _fused_ops(module):
+            assert not NEVER_FUSED & set(opcodes)
+            root = opcodes[-1]
+            assert (kind == "kInput") == (root == "reduce") or root == "tuple"
+            assert all(o in LOOP_FUSIBLE for o in opcodes[:-1] if o != "reduce"), opcodes
 
 
 @pytest.mark.parametrize("name", ["mlp_forward", "attention", "layernorm"])
@@ -78,7 +96,7 @@ def test_fusion_reduces_kernels(name: str) -> None:
     module = hlo_mlir.load(path)
     before = len(list(edit.instructions(edit.entry(module.mlir))))
     apply(module, "fusion")
-    assert _fused_ops(module)
+    assert _fused_ops(module, entry_only=True)
     assert len(list(edit.instructions(edit.entry(module.mlir)))) < before
 
 
@@ -107,7 +125,7 @@ ENTRY e {
   ROOT t = (f32[8], f32[8]) tuple(a, b)
 }"""
     module = check_pass_preserves(text, "fusion,dce")
-    fused = _fused_ops(module)
+    fused = _fused_ops(module, entry_only=True)
     assert len(fused) == 2 and all("broadcast" in ops for _, ops in fused)
 
 
