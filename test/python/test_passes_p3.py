@@ -130,3 +130,101 @@ def test_bad_options_are_errors(pipeline: str, message: str) -> None:
     module = hlo_mlir.load((LIT / "gather-simplifier.hlo").read_text())
     with pytest.raises(HloError, match=message.replace("(", r"\(").replace(")", r"\)")):
         apply(module, pipeline)
+
+
+def _ints(xs: list[int]) -> str:
+    return "{" + ",".join(str(x) for x in xs) + "}"
+
+
+def _shape(dims: list[int], element: str = "f32") -> str:
+    return f"{element}[{','.join(str(d) for d in dims)}]"
+
+
+def _interleave(rank: int, positions: list[int], at: list[int], rest: list[int]) -> list[int]:
+    """Dims of a rank-`rank` shape: `at` (in order) at `positions`, `rest` (in order) elsewhere."""
+    a, r = iter(at), iter(rest)
+    return [next(a) if i in positions else next(r) for i in range(rank)]
+
+
+def _indices_dims(rng: np.random.Generator, batch: list[int], k: int) -> tuple[list[int], int]:
+    """Indices dims with an index vector of k at a random place (or implicit when k == 1), and its dim."""
+    if k == 1 and rng.random() < 0.3:
+        return batch, len(batch)
+    ivd = int(rng.integers(0, len(batch) + 1))
+    return batch[:ivd] + [k] + batch[ivd:], ivd
+
+
+def _random_gather(rng: np.random.Generator) -> tuple[str, list[np.ndarray]]:
+    rank = int(rng.integers(1, 4))
+    dims = [int(rng.integers(1, 6)) for _ in range(rank)]
+    start_map = [int(d) for d in rng.permutation(rank)[: int(rng.integers(1, rank + 1))]]
+    sizes = [int(rng.integers(1, d + 1)) for d in dims]
+    collapsed = [d for d in range(rank) if rng.random() < 0.4]
+    for d in collapsed:
+        sizes[d] = 1
+    batch = [int(rng.integers(1, 4)) for _ in range(int(rng.integers(0, 3)))]
+    idims, ivd = _indices_dims(rng, batch, len(start_map))
+    kept = [sizes[d] for d in range(rank) if d not in collapsed]
+    out_rank = len(batch) + len(kept)
+    offset = sorted(int(x) for x in rng.permutation(out_rank)[: len(kept)])
+    text = f"""HloModule g
+ENTRY e {{
+  x = {_shape(dims)} parameter(0)
+  i = {_shape(idims, "s32")} parameter(1)
+  ROOT g = {_shape(_interleave(out_rank, offset, kept, batch))} gather(x, i), offset_dims={_ints(offset)}, \
+collapsed_slice_dims={_ints(collapsed)}, start_index_map={_ints(start_map)}, index_vector_dim={ivd}, \
+slice_sizes={_ints(sizes)}
+}}
+"""
+    return text, [rng.standard_normal(dims).astype(np.float32), rng.integers(-2, 7, idims).astype(np.int32)]
+
+
+def _random_scatter(rng: np.random.Generator) -> tuple[str, list[np.ndarray]]:
+    rank = int(rng.integers(1, 4))
+    dims = [int(rng.integers(1, 6)) for _ in range(rank)]
+    to_operand = [int(d) for d in rng.permutation(rank)[: int(rng.integers(1, rank + 1))]]
+    inserted = [d for d in range(rank) if rng.random() < 0.4]
+    window_sizes = [int(rng.integers(1, dims[d] + 1)) for d in range(rank) if d not in inserted]
+    batch = [int(rng.integers(1, 4)) for _ in range(int(rng.integers(0, 3)))]
+    idims, ivd = _indices_dims(rng, batch, len(to_operand))
+    update_rank = len(batch) + len(window_sizes)
+    window = sorted(int(x) for x in rng.permutation(update_rank)[: len(window_sizes)])
+    udims = _interleave(update_rank, window, window_sizes, batch)
+    combiner = ("add", "multiply", "maximum")[int(rng.integers(0, 3))]
+    text = f"""HloModule s
+comb {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] {combiner}(a, b)
+}}
+ENTRY e {{
+  x = {_shape(dims)} parameter(0)
+  i = {_shape(idims, "s32")} parameter(1)
+  u = {_shape(udims)} parameter(2)
+  ROOT s = {_shape(dims)} scatter(x, i, u), update_window_dims={_ints(window)}, \
+inserted_window_dims={_ints(inserted)}, scatter_dims_to_operand_dims={_ints(to_operand)}, index_vector_dim={ivd}, \
+to_apply=comb
+}}
+"""
+    # Small integer-valued updates: sums and products of duplicates are exact in any order.
+    return text, [rng.standard_normal(dims).astype(np.float32), rng.integers(-2, 7, idims).astype(np.int32),
+                  rng.integers(-3, 4, udims).astype(np.float32)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_gathers_and_scatters_match_xla(seed: int) -> None:
+    """Random dimension numbers (index vector anywhere or implicit, collapsed/inserted dims, offset/window
+    dims anywhere, starts out of range): XLA on the simplified module gives the interpreter's results on
+    the input. Runs of 800 modules of this kind (seeds 1, 2 of a script like it) found no mismatch."""
+    if not xla_available():
+        pytest.skip("XLA (jax) is not installed")
+    rng = np.random.default_rng(seed)
+    for make, pass_name in ((_random_gather, "gather-simplifier"), (_random_scatter, "scatter-simplifier")):
+        text, args = make(rng)
+        module = hlo_mlir.load(text)
+        expected = [np.asarray(v) for v in module.run(*args)]
+        apply(module, pass_name)
+        out = module.to_hlo()
+        for got in (run_xla(out, args), hlo_mlir.load(out).run(*args)):
+            for a, b in zip(got, expected):
+                _close(np.asarray(a), b)
