@@ -45,18 +45,20 @@ def _callees_first(fns: dict[str, ir.Operation]) -> list[str]:
     """Computation names in post order of the call graph (every callee before its callers)."""
     order: list[str] = []
     seen: set[str] = set()
-
-    def visit(name: str) -> None:
-        seen.add(name)
-        for op in edit.instructions(fns[name]):
-            for callee in edit.callees(op):
-                if callee in fns and callee not in seen:
-                    visit(callee)
-        order.append(name)
-
-    for name in fns:
-        if name not in seen:
-            visit(name)
+    for root in fns:
+        if root in seen:
+            continue
+        seen.add(root)
+        stack = [(root, iter([c for op in edit.instructions(fns[root]) for c in edit.callees(op)]))]
+        while stack:  # depth-first without recursion: call chains may be deeper than Python's stack
+            name, pending = stack[-1]
+            callee = next((c for c in pending if c in fns and c not in seen), None)
+            if callee is None:
+                order.append(name)
+                stack.pop()
+                continue
+            seen.add(callee)
+            stack.append((callee, iter([c for op in edit.instructions(fns[callee]) for c in edit.callees(op)])))
     return order
 
 
