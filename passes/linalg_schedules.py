@@ -20,6 +20,7 @@ from mlir.dialects import vector
 from mlir.dialects.transform import interpreter
 
 from hlo_mlir.diagnostics import HloError
+from hlo_mlir.passes import contraction_kernels
 
 ATTR = "hlo_jit.schedule"
 
@@ -98,9 +99,11 @@ def _tile(handle: str, level: Tiling, name: str) -> tuple[str, list[str], str]:
     return name, [f"{name}_l#{i}" for i in range(loops)], text
 
 
-def _op_script(i: int, levels: list[Tiling], fill: int | None) -> str:
+def _op_script(i: int, levels: list[Tiling], fill: int | None, sums: set[int] | None = None) -> str:
     """Transform text for one marked op; `fill`: the index of its init operand a linalg.fill makes, which
-    is fused into an outermost forall (each iteration zeroes its own block, in cache, on its own core)."""
+    is fused into an outermost forall (each iteration zeroes its own block, in cache, on its own core).
+    With `sums` (its reduction loops) the levels are only tiled, for a library kernel, and the loops over
+    blocks of the sums are marked `contraction_kernels.SUMS`."""
     h = f"%op{i}"
     text = f"    {h} = transform.structured.match attributes {{hlo_jit.sched{i}}} in %root : ({_ANY}) -> {_ANY}\n"
     if fill is not None:
@@ -112,6 +115,12 @@ def _op_script(i: int, levels: list[Tiling], fill: int | None) -> str:
         if j == 0 and level.forall and fill is not None:
             text += (f"    transform.structured.fuse_into_containing_op %fill{i} into {loops[0]} "
                      f": ({_ANY}, {_ANY}) -> ({_ANY}, {_ANY})\n")
+        if sums is not None and not level.forall:
+            tiled = [d for d in (level.interchange or range(len(level.sizes))) if level.sizes[d]]
+            text += "".join(f'    transform.annotate {loop} "{contraction_kernels.SUMS}" : {_ANY}\n'
+                            for loop, d in zip(loops, tiled) if d in sums)
+    if sums is not None:
+        return text
     for loop in loops:
         text += f'    transform.annotate {loop} "hlo_jit.hoist" : {_ANY}\n'
     inner = loops[-1]
@@ -129,12 +138,7 @@ def _fusable_fill(op: ir.Operation, outer: Tiling) -> int | None:
     producer = getattr(init.owner, "operation", init.owner)
     if not outer.forall or not isinstance(producer, ir.Operation) or producer.name != "linalg.fill":
         return None
-    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
-    ranges: dict[int, int] = {}
-    for v, m in zip(op.operands, maps):
-        for size, e in zip(ir.RankedTensorType(v.type).shape, m.results):
-            if isinstance(e, ir.AffineDimExpr):
-                ranges[e.position] = size
+    ranges = contraction_kernels.loop_ranges(op)
     if any(t and ranges.get(d, 1) % t for d, t in enumerate(outer.sizes)):
         return None
     return len(op.operands) - 1
@@ -156,10 +160,16 @@ def apply(module: ir.Module) -> None:
         body = ""
         for i, op in enumerate(marked):
             levels = _levels(op.attributes[ATTR])
-            body += _op_script(i, levels, _fusable_fill(op, levels[0]))
+            roles = contraction_kernels.roles(op, levels)
+            if roles is None:
+                body += _op_script(i, levels, _fusable_fill(op, levels[0]))
+            else:  # the outer levels here, the register tile in the library
+                contraction_kernels.mark_block(op, roles, i)
+                body += _op_script(i, levels[:-1], None, sums=set(contraction_kernels.reductions(op)))
             del op.attributes[ATTR]
             op.attributes[f"hlo_jit.sched{i}"] = ir.UnitAttr.get()
         _run_script(module, body + _VECTORIZED)
+        contraction_kernels.fusion_barriers(module)
         _broadcast_rows(module)
         _fuse_multiply_adds(module)
         _run_script(module, _LOWER)
@@ -217,3 +227,4 @@ def _fuse_multiply_adds(module: ir.Module) -> None:
             add.results[0].replace_all_uses_with(vector.fma(mul.operands[0], mul.operands[1], acc))
         add.erase()
         mul.erase()
+

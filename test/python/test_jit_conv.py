@@ -4,6 +4,8 @@ vectorized f32 path (shapes the register tile fits)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -106,13 +108,15 @@ MATMULS = [
 
 @pytest.mark.parametrize("lhs,rhs,out,dims", MATMULS)
 def test_vectorized_matmul_path(lhs: str, rhs: str, out: str, dims: str) -> None:
-    """Matmuls the register tile fits are tiled and vectorized (vector FMAs in the loops), any layout."""
+    """Matmuls the register tile fits are tiled and call the precompiled register-tile kernel of their work
+    type and tile (`runtime.kernel_library`), any layout."""
     import hlo_mlir
     from hlo_mlir.passes.lower_to_llvm import emit
 
     text = (f"HloModule m\nENTRY e {{\n  a = {lhs} parameter(0)\n  b = {rhs} parameter(1)\n"
             f"  ROOT d = {out} dot(a, b), {dims}\n}}\n")
-    assert "vector.fma" in emit(hlo_mlir.load(text), "loops")
+    work = out[:3]
+    assert re.search(rf"call @hlo_mlir_mk_{work}_\d+x\d+\(", emit(hlo_mlir.load(text), "loops"))
     rng = np.random.default_rng(3)
     check(text, _data(lhs, rng), _data(rhs, rng), tol=1e-4)
 

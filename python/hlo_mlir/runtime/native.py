@@ -7,7 +7,8 @@ Here a small module is compiled in this process by the same LLVM the `opt`/`llc`
 on, through the C API of their `libLLVM.so` (`_LlvmCApi`: no process start-up); a big one is split by
 `llvm-split` into parts compiled in parallel, on threads by that in-process LLVM (Ctrl-C ends the process,
 `interruptible`), or by `opt -O2 | llc` processes when a flag needs the tools (Ctrl-C kills them at once).
-The objects, with `support.c` (compiled once by `cc`) and libgcc's builtins, are linked into this process
+The objects, with `support.c` (compiled once by `cc`), the contraction kernels (`kernel_library`, built once)
+and libgcc's builtins, are linked into this process
 by LLVM's ORC JIT (`Library`); the objects are what the on-disk cache (`runtime.cache`) keeps.
 
 Host functions (Python callbacks, `runtime.host`) become function-pointer slots: each external
@@ -35,7 +36,7 @@ from typing import Any
 from hlo_mlir import progress
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.passes.lower_to_llvm import interruptible
-from hlo_mlir.runtime import cache
+from hlo_mlir.runtime import cache, kernel_library
 
 TRIPLE = "x86_64-unknown-linux-gnu"
 # Features LLVM 22 mis-selects on vector bf16 arithmetic; nothing we emit needs them.
@@ -238,6 +239,16 @@ def _in_process() -> _LlvmCApi | None:
     if set(_OPT_FLAGS + _LLC_FLAGS) - {*IN_PROCESS_FLAGS, FP_CONTRACT_FAST}:
         return None
     return _c_api()
+
+
+def in_process_llvm() -> _LlvmCApi | None:
+    """The in-process LLVM `build` compiles with (None: the tools do)."""
+    return _in_process()
+
+
+def build_flags() -> tuple[str, ...]:
+    """The flags `build` gives LLVM: part of what a prebuilt object (`kernel_library`) depends on."""
+    return (*_OPT_FLAGS, *_LLC_FLAGS, _MATTR)
 
 
 def _compile_part(source: str, obj: str, opt_level: int) -> None:
@@ -446,7 +457,8 @@ class Library:
                 ctypes.byref(builtins), lib.LLVMOrcLLJITGetObjLinkingLayer(jit), _libgcc(_cc()).encode(), None),
                 "read libgcc.a")
             lib.LLVMOrcJITDylibAddGenerator(dylib, builtins)
-        for obj in [*objects, _support_object(support_dir)]:
+        prebuilt = kernel_library.objects(support_dir) if kernel_library.called(objects) else ()
+        for obj in [*objects, *prebuilt, _support_object(support_dir)]:
             buffer = lib.LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, len(obj), b"object")
             self._check(lib.LLVMOrcLLJITAddObjectFile(jit, dylib, buffer), "add an object")
 

@@ -1,0 +1,338 @@
+"""Contraction blocks as calls of the precompiled kernels of `contraction_library` (built by
+`runtime.kernel_library`).
+
+A contraction marked for `linalg_schedules` (`matmul_kernel`'s dot, `conv`'s implicit GEMM) whose last tiling
+level is a register tile the library has is only tiled by the outer levels (`linalg_schedules.apply`, with
+`mark_block`): each block is a linalg.generic marked `BLOCK` with its loops' roles in the library's loop
+space `[P0, P1, P2, R0, R1, R2, MR, NR]`. After bufferization `call` replaces each block by a call of its
+kernel on three rank-8 views of its operands' buffers over that loop space (`memref.reinterpret_cast`): per
+operand, a loop's stride is the sum over the operand's dimensions of the loop's coefficient in that
+dimension's index times the dimension's stride. Indices must be linear in the loops, or a strided
+convolution's `(e floordiv s, e mod s)` pair over a dimension split in two (whose strides then make the
+address linear: `stride(j) = s * stride(j + 1)`). The module then keeps only the block loops; the register
+tile compiles once, in the library, not per module (matmul 512^2: 7-8x XLA's compile time before).
+
+The result's zero fill is not run: the kernel starts the first block of the sums (every enclosing loop over
+blocks of the sums, marked `SUMS`, at its first iteration) from zeros. Sums run in the same order, with the
+same FMAs, as the vectorized register tile: results are bitwise the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mlir import ir
+from mlir.dialects import arith, func, memref
+
+from hlo_mlir.diagnostics import HloError
+from hlo_mlir.passes import contraction_library
+
+BLOCK = "hlo_jit.block"  # on a block for the library: its loops' roles (`roles`), then its dropped fill's id
+SUMS = "hlo_jit.sums"  # on the loops over blocks of a block's sums
+DROPPED = "hlo_jit.dropped"  # on the zero fill of a block's result (its id), erased after bufferization
+
+# An operand's address: sum over (operand dimension j, {loop: coefficient}, constant) of stride(j) times
+# (sum of coefficient * loop + constant); the pairs (j, s) require stride(j) = s * stride(j + 1).
+Terms = list[tuple[int, dict[int, int], int]]
+
+
+def _linear(e: ir.AffineExpr) -> tuple[dict[int, int], int] | None:
+    """`e` as ({loop: coefficient}, constant) when it is linear in the loops (None: a div, mod or symbol)."""
+    if isinstance(e, ir.AffineDimExpr):
+        return {e.position: 1}, 0
+    if isinstance(e, ir.AffineConstantExpr):
+        return {}, e.value
+    if isinstance(e, ir.AffineAddExpr):
+        lhs, rhs = _linear(e.lhs), _linear(e.rhs)
+        if lhs is None or rhs is None:
+            return None
+        coefs = dict(lhs[0])
+        for d, c in rhs[0].items():
+            coefs[d] = coefs.get(d, 0) + c
+        return coefs, lhs[1] + rhs[1]
+    if isinstance(e, ir.AffineMulExpr):
+        lhs, rhs = _linear(e.lhs), _linear(e.rhs)
+        if lhs is None or rhs is None or (lhs[0] and rhs[0]):
+            return None
+        (coefs, _), k = (lhs, rhs[1]) if lhs[0] else (rhs, lhs[1])
+        return {d: c * k for d, c in coefs.items()}, lhs[1] * rhs[1]
+    return None
+
+
+def _summands(e: ir.AffineExpr) -> list[ir.AffineExpr]:
+    if isinstance(e, ir.AffineAddExpr):
+        return [*_summands(e.lhs), *_summands(e.rhs)]
+    return [e]
+
+
+def _terms(m: ir.AffineMap) -> tuple[Terms, list[tuple[int, int]]] | None:
+    """An operand's address through map `m` as `Terms` and the stride pairs they need; None if not linear."""
+    results = list(m.results)
+    terms: Terms = []
+    pairs: list[tuple[int, int]] = []
+    j = 0
+    while j < len(results):
+        parts = _summands(results[j])
+        divs = [p for p in parts if isinstance(p, ir.AffineFloorDivExpr)]
+        plain = [_linear(p) for p in parts if not isinstance(p, ir.AffineFloorDivExpr)]
+        if None in plain or len(divs) > 1:
+            return None
+        coefs: dict[int, int] = {}
+        for c, _ in plain:
+            for d, k in c.items():
+                coefs[d] = coefs.get(d, 0) + k
+        terms.append((j, coefs, sum(k for _, k in plain)))
+        if divs:
+            div, nxt = divs[0], results[j + 1] if j + 1 < len(results) else None
+            inner = _linear(div.lhs)
+            if (inner is None or not isinstance(div.rhs, ir.AffineConstantExpr) or not isinstance(nxt, ir.AffineModExpr)
+                    or nxt.lhs != div.lhs or nxt.rhs != div.rhs):
+                return None
+            terms.append((j + 1, *inner))
+            pairs.append((j, div.rhs.value))
+            j += 1
+        j += 1
+    return terms, pairs
+
+
+def maps(op: ir.Operation) -> list[ir.AffineMap]:
+    return [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def loop_ranges(op: ir.Operation) -> dict[int, int]:
+    """Loop -> its static extent, read off the operands a plain loop index addresses."""
+    ranges: dict[int, int] = {}
+    for v, m in zip(op.operands, maps(op)):
+        for size, e in zip(ir.ShapedType(v.type).shape, m.results):
+            if isinstance(e, ir.AffineDimExpr):
+                ranges[e.position] = size
+    return ranges
+
+
+def reductions(op: ir.Operation) -> list[int]:
+    return [d for d, it in enumerate(ir.ArrayAttr(op.attributes["iterator_types"])) if "reduction" in str(it)]
+
+
+def _is_fma_body(op: ir.Operation) -> bool:
+    """The body is `yield addf(acc, mulf(a, b))`: what the library kernels compute."""
+    block = op.regions[0].blocks[0]
+    ops = list(block.operations)
+    if [o.name for o in ops] != ["arith.mulf", "arith.addf", "linalg.yield"]:
+        return False
+    a, b, acc = block.arguments
+    mul, add, done = ops
+    return (set(mul.operands) == {a, b} and set(add.operands) == {acc, mul.results[0]}
+            and done.operands[0] == add.results[0])
+
+
+def roles(op: ir.Operation, levels: Sequence) -> list[int] | None:
+    """For a contraction whose last tiling level (`linalg_schedules.Tiling`) is a register tile the library
+    has: its loops in the library's loop space (-1: unused), else None. The tile loops and the reduction
+    loops keep the last level's order (the sums' order is the vectorized tile's); loops the outer levels
+    leave of extent 1 are not passed."""
+    if len(levels) < 2 or op.name != "linalg.generic" or len(op.operands) != 3 or not _is_fma_body(op):
+        return None
+    last = levels[-1]
+    order = list(last.interchange) or list(range(len(last.sizes)))
+    ranges = loop_ranges(op)
+
+    def extent(d: int) -> int:
+        return min([ranges.get(d, 0), *(lvl.sizes[d] for lvl in levels[:-1] if lvl.sizes[d])])
+
+    whole = [d for d in order if last.sizes[d] == 0 and extent(d) != 1]
+    types = {ir.ShapedType(v.type).element_type for v in op.operands}
+    analysed = [_terms(m) for m in maps(op)]
+    if len(whole) != 2 or len(types) != 1 or None in analysed:
+        return None
+    work = str(types.pop())
+    (a, _), (b, b_pairs), (c, c_pairs) = analysed
+    mr_d, nr_d = whole
+    sums_all = reductions(op)
+    if any(lvl.forall and lvl.sizes[d] for lvl in levels for d in sums_all):
+        return None
+
+    def uses(terms: Terms, d: int) -> bool:
+        return any(coefs.get(d) for _, coefs, _ in terms)
+
+    def unit_last(terms: Terms, pairs: list[tuple[int, int]], rank: int) -> bool:
+        """The operand moves along NR by its last dimension alone, one element per step."""
+        return ((rank - 1, {nr_d: 1}, 0) in terms and not uses([t for t in terms if t[0] != rank - 1], nr_d)
+                and all(j + 1 < rank - 1 for j, _ in pairs))
+
+    if (uses(a, nr_d) or uses(b, mr_d) or any(uses(c, d) for d in sums_all)
+            or not unit_last(b, b_pairs, ir.ShapedType(op.operands[1].type).rank)
+            or not unit_last(c, c_pairs, ir.ShapedType(op.operands[2].type).rank)):
+        return None
+    if (work, ranges.get(mr_d), ranges.get(nr_d)) not in contraction_library.tiles():
+        return None
+    tiles = [d for d in order if d not in whole and d not in sums_all and extent(d) != 1]
+    sums = [d for d in order if d in sums_all and extent(d) != 1]
+    p, r = contraction_library.P, contraction_library.R
+    if len(tiles) > p or len(sums) > r or 0 in map(extent, tiles + sums):
+        return None
+    return [*tiles, *[-1] * (p - len(tiles)), *sums, *[-1] * (r - len(sums)), mr_d, nr_d]
+
+
+def mark_block(op: ir.Operation, loop_roles: list[int], index: int) -> None:
+    """Mark `op` (before tiling: its blocks inherit the mark) for `call`; its result's zero fill, when it has
+    one that nothing else reads, is marked `DROPPED` with `index` and erased after bufferization (one pass
+    over the result fewer). Not before: an init of undefined values (an empty tensor) lets bufferization
+    give the blocks fresh buffers. The id keeps CSE from merging the fill with another, whose readers need
+    the zeros."""
+    init = op.operands[len(op.operands) - 1]
+    fill = _owner(init)
+    value = _owner(fill.operands[0]) if fill is not None and fill.name == "linalg.fill" else None
+    dropped = (value is not None and value.name == "arith.constant" and len(list(init.uses)) == 1
+               and ir.FloatAttr(value.attributes["value"]).value == 0.0)
+    if dropped:
+        fill.attributes[DROPPED] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), index)
+    op.attributes[BLOCK] = ir.DenseI64ArrayAttr.get([*loop_roles, index if dropped else -1])
+
+
+def _owner(v: ir.Value) -> ir.Operation | None:
+    op = getattr(v.owner, "operation", v.owner)
+    return op if isinstance(op, ir.Operation) else None
+
+
+def _blocks(module: ir.Module) -> list[ir.Operation]:
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "linalg.generic" and BLOCK in op.attributes:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
+
+
+def fusion_barriers(module: ir.Module) -> None:
+    """Keep the blocks out of `linalg-fuse-elementwise-ops`: a block whose operand or result is not a slice
+    (the tile loops folded away) could have a producer fused into it, or be reshaped, as a new op without
+    its mark, i.e. without its kernel. Each such value gets a second use, a call of a `fusion_limit` barrier
+    function, which the pass leaves alone and `fusion_limit.remove` erases after it."""
+    from hlo_mlir.passes.fusion_limit import _PREFIX
+
+    barriers: dict[str, str] = {}
+    for op in _blocks(module):
+        inputs = [(v, ir.InsertionPoint(op)) for v in list(op.operands)[:2]
+                  if _owner(v) is not None and _owner(v).name != "tensor.extract_slice"]
+        results = [(r, ir.InsertionPoint.after(op)) for r in op.results
+                   if any(_owner_of_use(u) != "tensor.insert_slice" for u in r.uses)]
+        for v, at in inputs + results:
+            name = barriers.get(str(v.type))
+            if name is None:
+                name = barriers[str(v.type)] = f"{_PREFIX}block{len(barriers)}"
+                with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown():
+                    func.FuncOp(name, ([v.type], []), visibility="private")
+            with at, op.location:
+                func.CallOp([], ir.FlatSymbolRefAttr.get(name), [v])
+
+
+def _owner_of_use(use: ir.OpOperand) -> str:
+    return getattr(use.owner, "operation", use.owner).name
+
+
+def call(module: ir.Module) -> None:
+    """After bufferization: each block becomes a call of its library kernel (see the module docstring); the
+    zero fills of the replaced blocks go (a block fused into another op meanwhile keeps its fill and
+    becomes loops)."""
+    fills: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "linalg.fill" and DROPPED in op.attributes:
+            fills.append(op)
+        return ir.WalkResult.ADVANCE
+
+    with module.context:
+        module.operation.walk(visit)
+        declared: set[str] = set()
+        replaced: set[int] = set()
+        for op in _blocks(module):
+            *loop_roles, fill = list(ir.DenseI64ArrayAttr(op.attributes[BLOCK]))
+            ranges = loop_ranges(op)
+            work = str(ir.MemRefType(op.operands[2].type).element_type)
+            mr, nr = ranges[loop_roles[-2]], ranges[loop_roles[-1]]
+            name = contraction_library.name(work, mr, nr)
+            with ir.InsertionPoint(op), op.location:
+                args = [*_views(op, loop_roles, work, mr, nr), _first_block(op, fill >= 0)]
+                func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
+            if name not in declared:
+                _declare(module, name, [v.type for v in args])
+                declared.add(name)
+            replaced.add(fill)
+            op.erase()
+        for op in fills:
+            if ir.IntegerAttr(op.attributes[DROPPED]).value in replaced:
+                op.erase()
+
+
+def _first_block(op: ir.Operation, zeroes: bool) -> ir.Value:
+    """Whether the block is the first of its sums (every enclosing `SUMS` loop at its first iteration); always
+    false when the result had no zero fill to replace."""
+    first = arith.constant(ir.IntegerType.get_signless(1), int(zeroes))
+    parent = op.parent
+    while zeroes and parent is not None and parent.name != "func.func":
+        if parent.name == "scf.for" and SUMS in parent.attributes:
+            iv, lower = parent.regions[0].blocks[0].arguments[0], parent.operands[0]
+            first = arith.andi(first, arith.cmpi(arith.CmpIPredicate.eq, iv, lower))
+        parent = parent.parent
+    return first
+
+
+def _index(v: int) -> ir.Value:
+    return arith.constant(ir.IndexType.get(), v)
+
+
+def _views(op: ir.Operation, loop_roles: list[int], work: str, mr: int, nr: int) -> list[ir.Value]:
+    """The block's operands as views of rank 8 over the library's loop space."""
+    extents: dict[int, ir.Value] = {}
+    for v, m in zip(op.operands, maps(op)):
+        for j, e in enumerate(m.results):
+            if isinstance(e, ir.AffineDimExpr) and e.position not in extents:
+                extents[e.position] = memref.dim(v, _index(j))
+    dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+    views = []
+    for k, (v, m) in enumerate(zip(op.operands, maps(op))):
+        t = ir.MemRefType(v.type)
+        analysed = _terms(m)
+        if analysed is None:
+            raise HloError(f"jit: a contraction block's operand {k} is not addressed linearly: {m}")
+        terms, pairs = analysed
+        static = t.get_strides_and_offset()[0]
+        for j, s in pairs:
+            if dyn in (static[j], static[j + 1]) or static[j] != s * static[j + 1]:
+                raise HloError(f"jit: a contraction block's operand {k} ({t}) does not split a dimension by {s}")
+        meta = memref.ExtractStridedMetadataOp(v)
+        strides = list(meta.strides)
+        offset = meta.offset
+        coefs: dict[int, ir.Value] = {}
+        for j, loops, const in terms:
+            for d, c in loops.items():
+                step = strides[j] if c == 1 else arith.muli(strides[j], _index(c))
+                coefs[d] = arith.addi(coefs[d], step) if d in coefs else step
+            if const:
+                offset = arith.addi(offset, arith.muli(strides[j], _index(const)))
+        unit_last = k > 0
+        if unit_last and static[-1] != 1:
+            raise HloError(f"jit: a contraction block's {'rhs' if k == 1 else 'result'} ({t}) is not contiguous "
+                           "along its columns: the library kernel cannot take it")
+        sizes = [extents[d] if d >= 0 else _index(1) for d in loop_roles[:-2]]
+        steps = [coefs[d] if d >= 0 and d in coefs else _index(0) for d in loop_roles[:-1]]
+        if not unit_last:
+            steps.append(coefs.get(loop_roles[-1], _index(0)))
+        result = ir.Type.parse(contraction_library.view_type(work, mr, nr, unit_last))
+        views.append(memref.ReinterpretCastOp(
+            result, meta.base_buffer, [offset], sizes, steps, [dyn],
+            [ir.ShapedType.get_dynamic_size()] * (len(loop_roles) - 2) + [mr, nr],
+            [dyn] * (len(loop_roles) - 1) + [1 if unit_last else dyn]).result)
+    return views
+
+
+def _declare(module: ir.Module, name: str, types: list[ir.Type]) -> None:
+    """`func.func private @name(types)` at the top of `module`, unless it is there."""
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.operation.attributes["sym_name"]).value == name:
+            return
+    with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown():
+        func.FuncOp(name, ir.FunctionType.get(types, []), visibility="private")

@@ -1,0 +1,123 @@
+"""The contraction kernel library's MLIR and calling convention: the precompiled register tiles every dot and
+convolution block calls (as XLA:CPU calls Eigen); `runtime.kernel_library` builds it once.
+
+Why: the register-tile loop of a contraction (`matmul_kernel`, `conv`), tiled and vectorized per module by
+a transform script, cost every module with a dot or convolution ~50 ms of compile time (a one-dot module
+compiled 7-8x slower than XLA's). It is the same code for every shape, so it is built once, shape generic,
+and each module keeps only its thin block loops (`contraction_kernels`).
+
+One function per work type (f32, f64) and register tile (`mr` rows x `nr` columns, every tile
+`register_tile` can choose): `hlo_mlir_mk_<type>_<mr>x<nr>(a, b, c, zero)`, three views of rank 8 over the
+same loop space `[P0, P1, P2, R0, R1, R2, MR, NR]` (`DIMS`): up to three tile loops (P), up to three
+reduction loops (R, in order), the register tile. Each view's strides say how its element moves along each
+loop (0 where it does not depend on it: `a` along NR, `b` along MR, `c` along R), so a matmul block and an
+implicit-GEMM convolution block are the same call (`contraction_kernels` makes the views). For each P point
+the kernel loads the `mr x nr` accumulator tile from `c` (or starts from zeros when `zero`: the first block
+of the sums, so `c` needs no fill), adds `a[.., i, 0] * b[.., 0, :]` for each R point in order with one FMA
+per element (one rounding, the sums in k order, as the vectorized tile did), and stores it back.
+"""
+
+from __future__ import annotations
+
+import functools
+
+PREFIX = "hlo_mlir_mk_"
+P, R = 3, 3  # tile loops and reduction loops a kernel walks
+DIMS = P + R + 2
+
+
+def name(work: str, mr: int, nr: int) -> str:
+    return f"{PREFIX}{work}_{mr}x{nr}"
+
+
+def view_type(work: str, mr: int, nr: int, unit_last: bool) -> str:
+    """The memref type of an argument: dynamic sizes but the tile's, dynamic strides (the last one 1 for the
+    views read or written as vectors along NR: `b`, `c`)."""
+    sizes = "?x" * (DIMS - 2) + f"{mr}x{nr}x{work}"
+    strides = ", ".join(["?"] * (DIMS - 1) + ["1" if unit_last else "?"])
+    return f"memref<{sizes}, strided<[{strides}], offset: ?>>"
+
+
+def lanes(work: str) -> int:
+    return 512 // int(work[1:])
+
+
+@functools.cache
+def tiles() -> frozenset[tuple[str, int, int]]:
+    """Every (work type, mr, nr) `register_tile` can choose."""
+    from hlo_mlir.passes.convert_hlo_to_linalg.matmul_kernel import register_tile
+
+    found: set[tuple[str, int, int]] = set()
+    for work in ("f32", "f64"):
+        bits, width = int(work[1:]), lanes(work)
+        for m in range(1, 17):
+            for n in range(1, 8 * width + 2):
+                found.add((work, *register_tile(bits, m, n)))
+    return frozenset(found)
+
+
+def _kernel(work: str, mr: int, nr: int) -> str:
+    """MLIR text of one kernel (see the module docstring)."""
+    w = lanes(work)
+    vt = f"vector<{w}x{work}>"
+    ta, tb = view_type(work, mr, nr, False), view_type(work, mr, nr, True)
+    accs = [(i, j) for i in range(mr) for j in range(nr // w)]
+    acc_types = ", ".join([vt] * len(accs))
+    consts = sorted({*range(DIMS), *range(mr), *(j * w for j in range(nr // w))})
+    lines = [f"  func.func @{name(work, mr, nr)}(%a: {ta}, %b: {tb}, %c: {tb}, %zero: i1) {{"]
+    lines += [f"    %i{k} = arith.constant {k} : index" for k in consts]
+    lines.append(f"    %zeros = arith.constant dense<0.0> : {vt}")
+    lines += [f"    %n{d} = memref.dim %c, %i{d} : {tb}" for d in range(P + R)]
+    indent = "    "
+    for d in range(P):
+        lines.append(f"{indent}scf.for %p{d} = %i0 to %n{d} step %i1 {{")
+        indent += "  "
+    pt = ", ".join(f"%p{d}" for d in range(P))
+    zr = ", ".join(["%i0"] * R)
+    for i, j in accs:
+        lines.append(f"{indent}%old{i}_{j} = vector.load %c[{pt}, {zr}, %i{i}, %i{j * w}] : {tb}, {vt}")
+        lines.append(f"{indent}%acc{i}_{j} = arith.select %zero, %zeros, %old{i}_{j} : {vt}")
+    current = [f"%acc{i}_{j}" for i, j in accs]
+    ends: list[str] = []
+    for d in range(R):
+        args = ", ".join(f"%x{d}_{i}_{j} = {v}" for (i, j), v in zip(accs, current))
+        lines.append(f"{indent}%r{d}:{len(accs)} = scf.for %q{d} = %i0 to %n{P + d} step %i1 "
+                     f"iter_args({args}) -> ({acc_types}) {{")
+        ends.append(indent)
+        indent += "  "
+        current = [f"%x{d}_{i}_{j}" for i, j in accs]
+    qt = ", ".join(f"%q{d}" for d in range(R))
+    for j in range(nr // w):
+        lines.append(f"{indent}%bv{j} = vector.load %b[{pt}, {qt}, %i0, %i{j * w}] : {tb}, {vt}")
+    out = []
+    for i in range(mr):
+        lines.append(f"{indent}%av{i} = memref.load %a[{pt}, {qt}, %i{i}, %i0] : {ta}")
+        lines.append(f"{indent}%as{i} = vector.broadcast %av{i} : {work} to {vt}")
+        for j in range(nr // w):
+            lines.append(f"{indent}%y{i}_{j} = vector.fma %as{i}, %bv{j}, {current[accs.index((i, j))]} : {vt}")
+            out.append(f"%y{i}_{j}")
+    lines.append(f"{indent}scf.yield {', '.join(out)} : {acc_types}")
+    for d in reversed(range(R)):
+        indent = ends[d]
+        lines.append(f"{indent}}}")
+        if d:
+            res = ", ".join(f"%r{d}#{k}" for k in range(len(accs)))
+            lines.append(f"{indent}scf.yield {res} : {acc_types}")
+    for k, (i, j) in enumerate(accs):
+        lines.append(f"{indent}vector.store %r0#{k}, %c[{pt}, {zr}, %i{i}, %i{j * w}] : {tb}, {vt}")
+    for _ in range(P):
+        indent = indent[:-2]
+        lines.append(f"{indent}}}")
+    lines += ["    return", "  }"]
+    return "\n".join(lines)
+
+
+GROUPS = 4  # modules the kernels are built in: each small enough for one in-process LLVM (no llvm-split)
+
+
+@functools.cache
+def sources() -> tuple[str, ...]:
+    """The library's MLIR modules (its kernels in `GROUPS` modules, compiled in parallel)."""
+    kernels = [_kernel(*t) for t in sorted(tiles())]
+    size = -(-len(kernels) // GROUPS)
+    return tuple("module {\n" + "\n".join(kernels[i:i + size]) + "\n}\n" for i in range(0, len(kernels), size))

