@@ -225,24 +225,52 @@ def copy_attributes(op: ir.Operation) -> dict[str, ir.Attribute]:
     return {name: op.attributes[name] for name in op.attributes}
 
 
+CONTROL_PREDECESSORS = "control-predecessors"
+
+
+def control_predecessors(op: ir.Operation) -> list[str]:
+    """The instruction names of `control-predecessors={%a, %b}` (kept as written text)."""
+    if CONTROL_PREDECESSORS not in op.attributes:
+        return []
+    text = ir.StringAttr(op.attributes[CONTROL_PREDECESSORS]).value
+    return [n.strip().lstrip("%") for n in text.strip().strip("{}").split(",") if n.strip()]
+
+
+def set_control_predecessors(op: ir.Operation, predecessors: Sequence[str]) -> None:
+    """Write `control-predecessors` (removed when empty), duplicates dropped, in XLA's spelling."""
+    unique = list(dict.fromkeys(predecessors))
+    if unique:
+        op.attributes[CONTROL_PREDECESSORS] = ir.StringAttr.get("{" + ", ".join(f"%{n}" for n in unique) + "}")
+    elif CONTROL_PREDECESSORS in op.attributes:
+        del op.attributes[CONTROL_PREDECESSORS]
+
+
 def inline_computation(fn: ir.Operation, args: Sequence[ir.Value], names: Names,
-                       root_name: str | None = None) -> ir.Value:
+                       root_name: str | None = None, extra_predecessors: Sequence[str] = ()) -> ir.Value:
     """Clone `fn`'s instructions at the active insertion point with its parameters bound to `args`.
 
     Clones get fresh names (the root gets `root_name` when given) and keep their own locations;
-    returns the value the clone of the ROOT produces (an element of `args` when ROOT is a parameter).
+    their control-predecessors name the clones (or the arguments bound to parameters), and every
+    clone also gets `extra_predecessors` (a call's own, as XLA's CallInliner does). Returns the
+    value the clone of the ROOT produces (an element of `args` when ROOT is a parameter).
     """
     block = body(fn)
     mapping: dict[ir.Value, ir.Value] = dict(zip(block.arguments, args))
+    renamed = {name_of(p): name_of(a) for p, a in zip(block.arguments, args) if a is not None}
     root = return_op(fn).operands[0]
     for op in instructions(fn):
         attrs = copy_attributes(op)
         is_root = op.results[0] == root
-        attrs[NAME] = ir.StringAttr.get(root_name if is_root and root_name else names.fresh(name_of(op)))
+        new_name = root_name if is_root and root_name else names.fresh(name_of(op))
+        attrs[NAME] = ir.StringAttr.get(new_name)
         clone = ir.Operation.create(
             op.name, results=[r.type for r in op.results], operands=[mapping[v] for v in op.operands],
             attributes=attrs, loc=op.location,
         )
+        if extra_predecessors or CONTROL_PREDECESSORS in attrs:
+            own = [renamed.get(n, n) for n in control_predecessors(op)]
+            set_control_predecessors(clone, [*extra_predecessors, *own])
+        renamed[name_of(op)] = new_name
         for old, new in zip(op.results, clone.results):
             mapping[old] = new
     return mapping[root]
