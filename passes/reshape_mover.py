@@ -25,8 +25,9 @@ Results are unchanged: an elementwise op commutes with any rearrange of all its 
 Not done: elementwise instructions with a scalar operand (clamp, select) are left alone, where XLA
 would build a reshape of the scalar that its verifier rejects; `map` and elementwise fusions, which
 XLA also treats as elementwise, are not moved across; an instruction whose moved rearrange reads an
-array of a written non-default layout is left alone (XLA gives the moved instruction that layout); new
-inverse transposes get the default layout where XLA permutes the operand's layout.
+array of a written non-default layout is left alone (XLA gives the moved instruction that layout), and
+so is one with a dynamic or bounded dimension; new inverse transposes get the default layout where XLA
+permutes the operand's layout.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from hlo_mlir.dialects import NAME, SHAPE, edit, opcode_of, to_mlir_type
 from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.dialects.traits import ELEMENTWISE
 from hlo_mlir.passes.collective_combiners import bool_option
-from hlo_mlir.types import ArrayType
+from hlo_mlir.types import DYNAMIC, ArrayType
 
 _REARRANGES = ("reshape", "transpose")
 
@@ -186,10 +187,18 @@ def _first_nontrivial(operands: list[ir.Value], cheap_1d: bool) -> ir.Operation 
     return None
 
 
+def _static(value: ir.Value) -> bool:
+    """An array without dynamic (`?`) or bounded (`<=N`, written in `hlo.shape` only) dimensions."""
+    t, _ = edit.written_shape(value)
+    return isinstance(edit.type_of(value), ArrayType) and DYNAMIC not in _array(value).dims and not (
+        isinstance(t, ArrayType) and any(t.bounded))
+
+
 def _elementwise(op: ir.Operation) -> bool:
-    """Elementwise with every operand of the result's dimensions (no scalar operand of clamp/select)."""
+    """Elementwise with every operand of the result's dimensions (no scalar operand of clamp/select),
+    all of them static."""
     opcode = opcode_of(op)
-    if len(op.results) != 1 or not isinstance(edit.type_of(op.result), ArrayType):
+    if len(op.results) != 1 or not _static(op.result) or not all(_static(v) for v in op.operands):
         return False
     if opcode == "bitcast-convert":
         if _array(op.operands[0]).element.bits != _array(op.result).element.bits:
@@ -197,7 +206,7 @@ def _elementwise(op: ir.Operation) -> bool:
     elif opcode not in ELEMENTWISE:
         return False
     dims = _array(op.result).dims
-    return all(isinstance(edit.type_of(v), ArrayType) and _array(v).dims == dims for v in op.operands)
+    return all(_array(v).dims == dims for v in op.operands)
 
 
 def _candidate(op: ir.Operation, cheap_1d: bool) -> bool:

@@ -16,9 +16,9 @@ Results: equal up to floating-point reassociation when the init value is an iden
 computation (0 for add, -inf for max, ...). The padding and every window start from the init value, so
 an init value that is not an identity is combined more than once: XLA's operation semantics let a
 backend insert the init value anywhere, and XLA:CPU, which runs this rewrite, computes exactly that.
-Not done: XLA's filter predicate (a C++ callback, no option) and reduces with dynamic dimensions. A
-reduce of an empty array is left alone (XLA's pass fails on it, a window of size 0; zero-sized-hlo-elimination
-and algebraic-simplify remove such reduces).
+Not done: XLA's filter predicate (a C++ callback, no option) and reduces with dynamic or bounded
+dimensions. A reduce of an empty array is left alone (XLA's pass fails on it, a window of size 0;
+zero-sized-hlo-elimination and algebraic-simplify remove such reduces).
 """
 
 from __future__ import annotations
@@ -61,7 +61,10 @@ def _split(op: ir.Operation, w: int, names: edit.Names) -> bool:
         return False  # a variadic reduce
     assert isinstance(source, ArrayType)
     dims = set(decode_all(op.attributes)["dimensions"])
-    if DYNAMIC in source.dims or any(source.bounded) or not source.num_elements:
+    written, _ = edit.written_shape(op.operands[0])  # bounds (`<=N`) are written in `hlo.shape` only
+    if DYNAMIC in source.dims or (isinstance(written, ArrayType) and any(written.bounded)):
+        return False
+    if not source.num_elements:
         return False  # XLA would build a window of size 0 on an empty dimension, an error
     if all(source.dims[d] <= w for d in dims):
         return False
