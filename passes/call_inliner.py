@@ -32,6 +32,7 @@ from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import edit, opcode_of
 from hlo_mlir.dialects.attributes import unquote
 from hlo_mlir.passes import dce
+from hlo_mlir.passes.inline import inline_call
 
 
 def _flag(options: Mapping[str, str], key: str) -> bool:
@@ -45,11 +46,11 @@ def _callees_first(fns: dict[str, ir.Operation]) -> list[str]:
     """Computation names in post order of the call graph (every callee before its callers)."""
     order: list[str] = []
     seen: set[str] = set()
-    for root in fns:
+    for root, fn in fns.items():
         if root in seen:
             continue
         seen.add(root)
-        stack = [(root, iter([c for op in edit.instructions(fns[root]) for c in edit.callees(op)]))]
+        stack = [(root, iter([c for op in edit.instructions(fn) for c in edit.callees(op)]))]
         while stack:  # depth-first without recursion: call chains may be deeper than Python's stack
             name, pending = stack[-1]
             callee = next((c for c in pending if c in fns and c not in seen), None)
@@ -111,9 +112,7 @@ def run(module: ir.Module, options: Mapping[str, str]) -> bool:
             callee = edit.callees(call)[0]
             if single_call_site and call_sites.get(callee, 0) != 1:
                 continue
-            with ir.InsertionPoint(call):
-                value = edit.inline_computation(fns[callee], list(call.operands), names, root_name=edit.name_of(call))
-            edit.replace(call, value)
+            inline_call(call, fns[callee], names)
             inlined = True
         if inlined and uniquify:
             _uniquify_channel_ids(fns[name])

@@ -2,8 +2,9 @@
 
 The copies get fresh instruction names, except the copy of the callee's ROOT, which takes the
 call's name so the value keeps the name users know it by. Nested calls are inlined too (a copied
-call is inlined in turn). `fusion` instructions are left alone: their computations are the
-unit of code generation, not ordinary calls. Callees left unused are removed by `dce`.
+call is inlined in turn). Control dependencies are relayed as XLA's inliner does (see `inline_call`).
+`fusion` instructions are left alone: their computations are the unit of code generation, not
+ordinary calls. Callees left unused are removed by `dce`.
 """
 
 from __future__ import annotations
@@ -19,15 +20,29 @@ def _calls(module: ir.Module) -> list[ir.Operation]:
     return [op for fn in edit.functions(module).values() for op in edit.instructions(fn) if opcode_of(op) == "call"]
 
 
+def inline_call(call: ir.Operation, callee: ir.Operation, names: edit.Names) -> None:
+    """Replace `call` by a copy of `callee`'s body. As XLA's inliner relays control dependencies, the
+    copies get the call's control predecessors and the instructions that named the call as one name
+    the value replacing it (the ROOT's copy takes the call's name; a ROOT parameter is the operand)."""
+    name = edit.name_of(call)
+    with ir.InsertionPoint(call):
+        value = edit.inline_computation(callee, list(call.operands), names, root_name=name,
+                                        extra_predecessors=edit.control_predecessors(call))
+    edit.replace(call, value)
+    if edit.name_of(value) == name:
+        return
+    block = value.owner if isinstance(value.owner, ir.Block) else value.owner.block
+    for op in block.operations:
+        if name in (before := edit.control_predecessors(op.operation)):
+            edit.set_control_predecessors(op.operation, [edit.name_of(value) if n == name else n for n in before])
+
+
 def run(module: ir.Module, options: Mapping[str, str]) -> bool:
     names = edit.Names(module)
     changed = False
     while calls := _calls(module):
         fns = edit.functions(module)
         for call in calls:
-            callee = fns[edit.callees(call)[0]]
-            with ir.InsertionPoint(call):
-                value = edit.inline_computation(callee, list(call.operands), names, root_name=edit.name_of(call))
-            edit.replace(call, value)
+            inline_call(call, fns[edit.callees(call)[0]], names)
             changed = True
     return changed
