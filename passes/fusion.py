@@ -37,8 +37,7 @@ and the in-place operand rule (no fusible instruction here updates an operand in
 """
 from __future__ import annotations
 
-import re
-from typing import Mapping
+from collections.abc import Mapping
 
 from mlir import ir
 from mlir.dialects import func
@@ -116,12 +115,13 @@ class _Group:
 
 def _control_bound(fn: ir.Operation) -> set[str]:
     """Names of the instructions of `fn` in a control dependency (either end): they keep their own
-    place in the order, so none is fused (XLA's fusion leaves them alone too)."""
+    place in the order, so none is fused."""
     out: set[str] = set()
     for op in edit.instructions(fn):
-        if "control-predecessors" in op.attributes:
+        predecessors = edit.control_predecessors(op)
+        if predecessors:
             out.add(edit.name_of(op))
-            out.update(re.findall(r"%?([^\s%{},]+)", ir.StringAttr(op.attributes["control-predecessors"]).value))
+            out.update(predecessors)
     return out
 
 
