@@ -23,8 +23,8 @@ XLA's conditions, mirrored:
 
 Results are unchanged: an elementwise op commutes with any rearrange of all its operands.
 Not done: elementwise instructions with a scalar operand (clamp, select) are left alone, where XLA
-would build a reshape of the scalar that its verifier rejects; `map` and elementwise fusions, which
-XLA also treats as elementwise, are not moved across; an instruction whose moved rearrange reads an
+would build a reshape of the scalar that its verifier rejects; elementwise loop fusions, which XLA
+also treats as elementwise, are not moved across (a `map` over all dimensions is); an instruction whose moved rearrange reads an
 array of a written non-default layout is left alone (XLA gives the moved instruction that layout), and
 so is one with a dynamic or bounded dimension; new inverse transposes get the default layout where XLA
 permutes the operand's layout.
@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from mlir import ir
 
 from hlo_mlir.dialects import NAME, SHAPE, edit, opcode_of, to_mlir_type
-from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.dialects.attributes import decode_all, encode_value
 from hlo_mlir.dialects.traits import ELEMENTWISE
 from hlo_mlir.passes.collective_combiners import bool_option
 from hlo_mlir.types import DYNAMIC, ArrayType
@@ -203,6 +203,9 @@ def _elementwise(op: ir.Operation) -> bool:
     if opcode == "bitcast-convert":
         if _array(op.operands[0]).element.bits != _array(op.result).element.bits:
             return False
+    elif opcode == "map":  # elementwise when it maps over every dimension in order
+        if tuple(decode_all(op.attributes).get("dimensions", ())) != tuple(range(_array(op.result).rank)):
+            return False
     elif opcode not in ELEMENTWISE:
         return False
     dims = _array(op.result).dims
@@ -294,6 +297,8 @@ def _sink(op: ir.Operation, names: edit.Names, cheap_1d: bool) -> None:
     result = _array(op.result)
     inner_type = ArrayType(result.element, _array(source).dims)
     attrs = {k: a for k, a in edit.copy_attributes(op).items() if k not in (NAME, SHAPE, "sharding")}
+    if opcode_of(op) == "map":
+        attrs["dimensions"] = encode_value("dimensions", tuple(range(inner_type.rank)))
     attrs[NAME] = ir.StringAttr.get(names.fresh(edit.name_of(op)))
     outer_attrs = {k: op.attributes[k] for k in (SHAPE, "metadata") if k in op.attributes}
     with ir.InsertionPoint(op):
