@@ -9,7 +9,10 @@ appended when `index_vector_dim` is the rank, the index vector moved last, the b
 collapsed into one); the simple gather keeps `start_index_map` and `slice_sizes`, so starts are
 clamped exactly as before; the collapsed dimensions (size 1) are reshaped away, the batch dimension is
 reshaped back into the original batch dimensions, and a transpose puts the offset dimensions where
-`offset_dims` says. A gather with a zero slice size reads nothing: it becomes a broadcast zero.
+`offset_dims` says. A gather with a zero slice size reads nothing: it becomes a broadcast zero. A
+gather from a rank-0 operand reads that scalar for every index: it becomes a broadcast of it (XLA's
+test RewritesScalarOperandGatherToBroadcast; one revision of XLA's source instead leaves such gathers
+alone when they are otherwise simple, its other rewrite would be the same values).
 The last instruction takes the gather's name and written shape (layout). Identity transposes and
 reshapes are not emitted.
 
@@ -94,10 +97,13 @@ def _simplify(gather: ir.Operation, names: edit.Names) -> bool:
     attrs = decode_all(gather.attributes)
     if attrs.get("operand_batching_dims") or attrs.get("start_indices_batching_dims"):
         return False
-    if is_simple(it.rank, attrs):  # type: ignore[union-attr]
-        return False
     b = Builder(gather, names)
     result_type: ArrayType = rt  # type: ignore[assignment]
+    if ot.rank == 0:  # type: ignore[union-attr]
+        b.finish(gather, b.op("broadcast", [operand], result_type, {"dimensions": ()}))
+        return True
+    if is_simple(it.rank, attrs):  # type: ignore[union-attr]
+        return False
     slice_sizes = tuple(attrs["slice_sizes"])
     if 0 in slice_sizes:
         zero = b.op("constant", [], ArrayType(result_type.element, ()),
