@@ -44,6 +44,47 @@ def out_to_in(hlo: str, output_id: int = 0) -> str:
     return format_xla(compute_output_to_input_indexing(root(hlo), output_id))
 
 
+def test_exact_bytes_of_operand_listing() -> None:
+    text = out_to_in("""
+      p0 = pred[] parameter(0)
+      p1 = f32[1000, 1000] parameter(1)
+      p2 = f32[1000, 1000] parameter(2)
+      ROOT select = f32[1000, 1000] select(p0, p1, p2)
+    """)
+    assert text == (
+        "operand id = 0 (d0, d1) -> (), domain: d0 in [0, 999], d1 in [0, 999]\n"
+        "operand id = 1 (d0, d1) -> (d0, d1), domain: d0 in [0, 999], d1 in [0, 999]\n"
+        "operand id = 2 (d0, d1) -> (d0, d1), domain: d0 in [0, 999], d1 in [0, 999]\n"
+    )
+
+
+def test_exact_bytes_of_runtime_variables_and_replica_id() -> None:
+    text = out_to_in("""
+      src = s32[20,30] parameter(0)
+      upd = s32[5,10] parameter(1)
+      of1 = s32[] parameter(2)
+      of2 = s32[] parameter(3)
+      ROOT dus = s32[20,30] dynamic-update-slice(src, upd, of1, of2)
+    """)
+    assert text.splitlines()[1:6] == [
+        ("operand id = 1 (d0, d1){rt0, rt1} -> (d0 - rt0, d1 - rt1), domain: d0 in [0, 19], d1 in [0, 29], "
+         "rt0 in [0, 15], rt1 in [0, 20]"),
+        "runtime variables:",
+        "",
+        "rt0: parameter(2); (d0, d1) -> (), domain: d0 in [0, 19], d1 in [0, 29]",
+        "rt1: parameter(3); (d0, d1) -> (), domain: d0 in [0, 19], d1 in [0, 29]",
+    ]
+    text = out_to_in("""
+      p0 = f32[8] parameter(0)
+      ROOT ag = f32[16] all-gather(p0), replica_groups={{0,1}}, dimensions={0}
+    """)
+    assert text == (
+        "operand id = 0 (d0) -> (d0 mod 8), domain: d0 in [0, 15]\n"
+        "replica id:\n"
+        "(d0) -> (d0 floordiv 8), domain: d0 in [0, 15]\n"
+    )
+
+
 # --- the two ways of reading a query's module ---------------------------------------------------------
 
 

@@ -29,7 +29,7 @@ hlo-dialect op, `find_instr(module, name)` finds one by HLO name):
   `slice` -> tuple of `(start, limit, stride)`; `padding` -> tuple of `(low, high, interior)`;
   `window` -> `hlo_mlir.attr_types.Window`; `dim_labels` -> `hlo_mlir.attr_types.ConvDims`;
   `value` (constants) -> a NumPy array or Python scalar, used to fold constant runtime offsets.
-* `instr.called: list[computation]` for `fusion`; a computation has `parameters: list[instr]`
+* `instr.called: list[computation]` for `fusion` and `call`; a computation has `parameters: list[instr]`
   (opcode `"parameter"`, `attrs["parameter_number"]`) and `root: instr`. A `tuple` root makes a
   multi-output fusion (`output_id` picks its operand).
 """

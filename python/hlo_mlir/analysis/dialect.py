@@ -131,6 +131,8 @@ def instruction(op: ir.Operation | ir.OpView) -> Instr:
     called = []
     if opcode == "fusion" and isinstance(attrs.get("calls"), str):
         called = [attrs["calls"]]
+    elif opcode == "call" and isinstance(attrs.get("to_apply"), str):
+        called = [attrs["to_apply"]]
     instr = Instr(opcode, _str_attr(op.attributes, "hlo.name") or op.name, t, layout, attrs, op,
                   list(op.operands), called)
     cache[op] = instr

@@ -8,11 +8,13 @@ once (the document's `p0 + transpose(p0)` keeps two maps, its transpose/exp chai
 
 from __future__ import annotations
 
+from hlo_mlir.analysis import affine as A
 from hlo_mlir.analysis.indexing_map import IndexingMap, compose
 from hlo_mlir.analysis.op_maps import (
     Indexing,
     compute_input_to_output_indexing,
     compute_output_to_input_indexing,
+    operand_dims,
     output_dims,
 )
 
@@ -62,7 +64,14 @@ def fusion_output_to_input(fusion: object, output_id: int = 0) -> Indexing:
     root = computation.root
     target = root.operands[output_id] if root.opcode == "tuple" else root
     grouped = grouped_output_to_input(target)
-    result: Indexing = [set() for _ in fusion.operands]
+    out = output_dims(target)
+    result: Indexing = []
+    for i in range(len(fusion.operands)):
+        # A parameter the output does not read: no element of the operand is read.
+        unread = IndexingMap.from_tensor_sizes(A.affine_map(len(out), 0, [A.const(0)] * len(operand_dims(fusion, i))),
+                                               out)
+        unread.reset_to_known_empty()
+        result.append({unread})
     for param in computation.parameters:
         entry = grouped.get(id(param))
         if entry is not None:
@@ -93,4 +102,38 @@ def epilogue_input_to_output(hero: object, root: object) -> IndexingMap:
         result.simplify()
         result.remove_unused_symbols()
         instr = user
+    return result
+
+
+def fusion_input_to_output(fusion: object, input_id: int = 0) -> Indexing:
+    """Per result of `fusion` (or call), the maps from an index of operand `input_id` to the result
+    elements it feeds: the parameter's identity carried forward through the computation, users after
+    producers, by each instruction's input-to-output maps (XLA has no such map for fusions)."""
+    computation = fusion.called[0]
+    root = computation.root
+    params = [p for p in computation.parameters if p.attrs["parameter_number"] == input_id]
+    src = operand_dims(fusion, input_id)
+    reached: dict[int, set[IndexingMap]] = {id(p): {IndexingMap.identity(src)} for p in params}
+    targets = list(root.operands) if root.opcode == "tuple" else [root]
+    for instr in post_order(root):
+        if id(instr) in reached or instr is root and root.opcode == "tuple":
+            continue
+        maps: set[IndexingMap] = set()
+        for i, operand in enumerate(instr.operands):
+            for first in reached.get(id(operand), ()):
+                for step in compute_input_to_output_indexing(instr, i)[0]:
+                    composed = compose(first, step)
+                    composed.simplify()
+                    composed.remove_unused_symbols()
+                    maps.add(composed)
+        if maps:
+            reached[id(instr)] = maps
+    result: Indexing = []
+    for target in targets:
+        maps = reached.get(id(target))
+        if maps is None:
+            out = output_dims(target)
+            maps = {IndexingMap.from_tensor_sizes(A.affine_map(len(src), 0, [A.const(0)] * len(out)), src)}
+            next(iter(maps)).reset_to_known_empty()
+        result.append(set(maps))
     return result

@@ -321,6 +321,30 @@ def _all_gather(instr: object, output_id: int) -> Indexing:
     return result
 
 
+def _all_gather_start(instr: object, output_id: int) -> Indexing:
+    """all-gather-start's result is (operand, gathered): the operand itself, then all-gather's map."""
+    if len(instr.operands) != 1:
+        return unknown(len(instr.operands))
+    out = output_dims(instr, output_id)
+    if output_id == 0:
+        return single(IndexingMap.identity(out))
+    axis = instr.attrs["dimensions"][0]
+    n = operand_dims(instr, 0)[axis]
+    exprs = [A.dim(d) % n if d == axis else A.dim(d) for d in range(len(out))]
+    m = IndexingMap.from_tensor_sizes(A.affine_map(len(out), 0, exprs), out)
+    m.replica_map = IndexingMap.from_tensor_sizes(A.affine_map(len(out), 0, [A.floordiv(A.dim(axis), n)]), out)
+    return single(m)
+
+
+def _same_index_elsewhere(instr: object, output_id: int) -> Indexing:
+    """collective-permute, collective-broadcast: result element i is element i of operand
+    `output_id` on another device (which one is the op's pairs or root, not the index: as for
+    all-reduce, the map is the identity). The other operands are not read for it."""
+    if len(instr.operands) != _num_results(instr):
+        return unknown(len(instr.operands))
+    return _tuple(instr, output_id) if len(instr.operands) > 1 else single(IndexingMap.identity(output_dims(instr)))
+
+
 def _get_tuple_element(instr: object, output_id: int) -> Indexing:
     tuple_type = instr.operand_types[0]
     element = tuple_type.elements[instr.attrs["index"]] if isinstance(tuple_type, TupleType) else None
@@ -397,6 +421,110 @@ def _batch_norm_inference(instr: object, output_id: int) -> Indexing:
     return [{IndexingMap.identity(out)}] + [{per_feature} for _ in instr.operands[1:]]
 
 
+def _tuple_element_identity(instr: object, output_id: int) -> Indexing:
+    """opt-barrier: result element `output_id` is element `output_id` of its tuple operand."""
+    return single(IndexingMap.identity(output_dims(instr, output_id)))
+
+
+def _copy_start(instr: object, output_id: int) -> Indexing:
+    """copy-start's results are (destination, source, context): the first two are its operand; the
+    context (a u32) reads no element of it."""
+    out = output_dims(instr, output_id)
+    if output_id < 2:
+        return single(IndexingMap.identity(out))
+    none = IndexingMap.from_tensor_sizes(A.affine_map(len(out), 0, [A.const(0)] * len(operand_dims(instr, 0))), out)
+    none.reset_to_known_empty()
+    return single(none)
+
+
+def _copy_done(instr: object, output_id: int) -> Indexing:
+    """copy-done's result is element 0 of the copy-start tuple it reads (all-gather-done's, element 1
+    of all-gather-start's: the same index)."""
+    return single(IndexingMap.identity(output_dims(instr)))
+
+
+def _reads_no_element(instr: object, output_id: int) -> Indexing:
+    """get-dimension-size: the result is a size of the operand's shape, no element of it."""
+    out = output_dims(instr)
+    result: Indexing = []
+    for i in range(len(instr.operands)):
+        none = IndexingMap.from_tensor_sizes(A.affine_map(len(out), 0, [A.const(0)] * len(operand_dims(instr, i))), out)
+        none.reset_to_known_empty()
+        result.append({none})
+    return result
+
+
+def _whole_operands(instr: object, output_id: int) -> Indexing:
+    """rng-bit-generator: every output element (of the new state and of the bits) depends on the whole
+    state operand."""
+    out = output_dims(instr, output_id)
+    result: Indexing = []
+    for i in range(len(instr.operands)):
+        src = operand_dims(instr, i)
+        exprs = [A.sym(j) for j in range(len(src))]
+        result.append({IndexingMap.from_tensor_sizes(A.affine_map(len(out), len(src), exprs), out, src)})
+    return result
+
+
+def _feature_slice(out: Sequence[int], src: Sequence[int], feature: int, out_feature: int) -> IndexingMap:
+    """Every element of `src` whose feature is that of the output index (output dim `out_feature`)."""
+    exprs, sizes = [], []
+    for d, n in enumerate(src):
+        if d == feature:
+            exprs.append(A.dim(out_feature))
+        else:
+            exprs.append(A.sym(len(sizes)))
+            sizes.append(n)
+    return IndexingMap.from_tensor_sizes(A.affine_map(len(out), len(sizes), exprs), out, sizes)
+
+
+def _not_read(out: Sequence[int], src: Sequence[int]) -> IndexingMap:
+    none = IndexingMap.from_tensor_sizes(A.affine_map(len(out), 0, [A.const(0)] * len(src)), out)
+    none.reset_to_known_empty()
+    return none
+
+
+def _batch_norm_training(instr: object, output_id: int) -> Indexing:
+    """Outputs (normalized, mean, variance). The mean and variance of a feature read every operand
+    element of that feature; a normalized element reads them (so the whole feature slice) and its
+    feature's scale and offset, which mean and variance do not read."""
+    out = output_dims(instr, output_id)
+    feature = instr.attrs["feature_index"]
+    src = operand_dims(instr, 0)
+    out_feature = feature if output_id == 0 else 0
+    operand = _feature_slice(out, src, feature, out_feature)
+    per_feature = IndexingMap.from_tensor_sizes(A.affine_map(len(out), 0, [A.dim(out_feature)]), out)
+    vectors = [per_feature if output_id == 0 else _not_read(out, operand_dims(instr, i)) for i in (1, 2)]
+    return single(operand, *vectors)
+
+
+def _batch_norm_grad(instr: object, output_id: int) -> Indexing:
+    """Operands (operand, scale, mean, variance, grad_output); outputs (grad_operand, grad_scale,
+    grad_offset). grad_operand reads the feature slices of operand and grad_output and the feature's
+    scale, mean and variance; grad_scale reads all but scale; grad_offset only grad_output's slice."""
+    out = output_dims(instr, output_id)
+    feature = instr.attrs["feature_index"]
+    out_feature = feature if output_id == 0 else 0
+    src = operand_dims(instr, 0)
+    per_feature = IndexingMap.from_tensor_sizes(A.affine_map(len(out), 0, [A.dim(out_feature)]), out)
+    slice_map = _feature_slice(out, src, feature, out_feature)
+    reads = {0: (True, True, True, True, True), 1: (True, False, True, True, True), 2: (False, False, False, False, True)}
+    result: Indexing = []
+    for i, read in enumerate(reads[output_id]):
+        if not read:
+            result.append({_not_read(out, operand_dims(instr, i))})
+        else:
+            result.append({slice_map if i in (0, 4) else per_feature})
+    return result
+
+
+def _call(instr: object, output_id: int) -> Indexing:
+    """A call reads its operands as its computation does (like a fusion)."""
+    from hlo_mlir.analysis.fusion import fusion_output_to_input
+
+    return fusion_output_to_input(instr, output_id) if instr.called else unknown(len(instr.operands))
+
+
 def _fusion(instr: object, output_id: int) -> Indexing:
     from hlo_mlir.analysis.fusion import fusion_output_to_input
 
@@ -421,7 +549,19 @@ OUTPUT_TO_INPUT: dict[str, Callable[[object, int], Indexing]] = {
     **{op: _elementwise for op in ELEMENTWISE_INDEXING},
     "all-gather": _all_gather,
     "add-dependency": _first_operand_identity,
+    "batch-norm-grad": _batch_norm_grad,
     "batch-norm-inference": _batch_norm_inference,
+    "batch-norm-training": _batch_norm_training,
+    "call": _call,
+    "all-gather-done": _copy_done,
+    "all-gather-start": _all_gather_start,
+    "collective-broadcast": _same_index_elsewhere,
+    "collective-permute": _same_index_elsewhere,
+    "copy-done": _copy_done,
+    "copy-start": _copy_start,
+    "get-dimension-size": _reads_no_element,
+    "opt-barrier": _tuple_element_identity,
+    "rng-bit-generator": _whole_operands,
     "domain": _first_operand_identity,
     "fft": lambda instr, output_id: _reads_trailing_dims(instr, output_id, len(instr.attrs["fft_length"])),
     "partition-id": _no_operands,
@@ -580,8 +720,234 @@ def _tuple_in(instr: object, input_id: int) -> Indexing:
     return single(IndexingMap.identity(dims_of(instr.result_type.elements[input_id])))
 
 
+def _feeds_all(src: Sequence[int], out: Sequence[int]) -> IndexingMap:
+    """`(d...)[s...] -> (s...)`: each element of the operand feeds every element of the output."""
+    return IndexingMap.from_tensor_sizes(A.affine_map(len(src), len(out), [A.sym(i) for i in range(len(out))]),
+                                         src, out)
+
+
+def _feeds_nothing(src: Sequence[int], out: Sequence[int]) -> IndexingMap:
+    none = IndexingMap.from_tensor_sizes(A.affine_map(len(src), 0, [A.const(0)] * len(out)), src)
+    none.reset_to_known_empty()
+    return none
+
+
+def _first_operand_identity_in(instr: object, input_id: int) -> Indexing:
+    """domain, add-dependency, set-dimension-size: operand 0 is the result; a scalar size feeds all of
+    it; a token feeds no element."""
+    out, src = output_dims(instr), operand_dims(instr, input_id)
+    if input_id == 0:
+        return single(IndexingMap.identity(out))
+    if isinstance(instr.operand_types[input_id], ArrayType):
+        return single(_all_outputs(out) if out else IndexingMap.identity(out))
+    return single(_feeds_nothing(src, out))
+
+
+def _pad_in(instr: object, input_id: int) -> Indexing:
+    """Operand element i lands at `low + i * (interior + 1)` (if inside the result); the padding value
+    is read for every result element, as the output-to-input map says."""
+    out = output_dims(instr)
+    if input_id == 1:
+        return single(_all_outputs(out) if out else IndexingMap.identity(out))
+    src = operand_dims(instr, 0)
+    exprs = [A.dim(d) * (interior + 1) + low for d, (low, _, interior) in enumerate(instr.attrs["padding"])]
+    m = IndexingMap.from_tensor_sizes(A.affine_map(len(src), 0, exprs), src)
+    for d, (e, (low, _, interior)) in enumerate(zip(exprs, instr.attrs["padding"])):
+        if low < 0 or low + (src[d] - 1) * (interior + 1) > out[d] - 1:
+            m.add_constraint(e, Interval(0, out[d] - 1))
+    return single(m)
+
+
+def _batch_norm_inference_in(instr: object, input_id: int) -> Indexing:
+    """operand: the same element; scale, offset, mean, variance: every element of their feature."""
+    out = output_dims(instr)
+    if input_id == 0:
+        return single(IndexingMap.identity(out))
+    return single(_feature_slice(operand_dims(instr, input_id), out, instr.attrs["feature_index"], 0))
+
+
+def _batch_norm_training_in(instr: object, input_id: int) -> Indexing:
+    """The transposes of `_batch_norm_training`'s maps."""
+    feature = instr.attrs["feature_index"]
+    src, shape = operand_dims(instr, input_id), operand_dims(instr, 0)
+    features = (shape[feature],)
+    if input_id == 0:
+        per_feature = IndexingMap.from_tensor_sizes(A.affine_map(len(src), 0, [A.dim(feature)]), src)
+        return single(_feature_slice(src, shape, feature, feature), per_feature, per_feature)
+    return single(_feature_slice(src, shape, feature, 0), _feeds_nothing(src, features), _feeds_nothing(src, features))
+
+
+def _batch_norm_grad_in(instr: object, input_id: int) -> Indexing:
+    """The transposes of `_batch_norm_grad`'s maps."""
+    feature = instr.attrs["feature_index"]
+    src, shape = operand_dims(instr, input_id), operand_dims(instr, 0)
+    features = (shape[feature],)
+    whole = input_id in (0, 4)
+    own_feature = feature if whole else 0
+    to_slice = _feature_slice(src, shape, feature, own_feature)
+    to_feature = IndexingMap.from_tensor_sizes(A.affine_map(len(src), 0, [A.dim(own_feature)]), src)
+    grad_scale = to_feature if input_id != 1 else _feeds_nothing(src, features)
+    grad_offset = to_feature if input_id == 4 else _feeds_nothing(src, features)
+    return single(to_slice, grad_scale, grad_offset)
+
+
+def _tuple_operand_in(instr: object, input_id: int) -> Indexing:
+    """opt-barrier, copy-done, all-gather-done: an index of the tuple operand's element k is the same
+    index of result element k (of the one result)."""
+    return single(*[IndexingMap.identity(output_dims(instr, k)) for k in range(_num_results(instr))])
+
+
+def _same_index_elsewhere_in(instr: object, input_id: int) -> Indexing:
+    if len(instr.operands) != _num_results(instr):
+        return unknown(_num_results(instr))
+    src = operand_dims(instr, input_id)
+    return single(*[IndexingMap.identity(src) if k == input_id else _feeds_nothing(src, output_dims(instr, k))
+                    for k in range(_num_results(instr))])
+
+
+def _get_tuple_element_in(instr: object, input_id: int) -> Indexing:
+    """An index of element `index` of the tuple operand is the same index of the result."""
+    return single(IndexingMap.identity(output_dims(instr)))
+
+
+def _dynamic_slice_in(instr: object, input_id: int) -> Indexing:
+    """Operand element i is result element `i - offset` (runtime variables: the clamped offsets),
+    when that is inside the slice; an offset feeds every result element."""
+    out = output_dims(instr)
+    if input_id > 0:
+        return single(_all_outputs(out) if out else IndexingMap.identity(out))
+    src = operand_dims(instr, 0)
+    if len(instr.operands) != 1 + len(src) or any(operand_dims(instr, i) for i in range(1, len(instr.operands))):
+        return unknown(1)
+    offsets = scalar_map(src)
+    rt_vars = [RuntimeVariable(Interval(0, src[d] - out[d]), instr.operands[1 + d], offsets) for d in range(len(src))]
+    m = with_runtime_variables(src, [A.dim(d) - A.sym(d) for d in range(len(src))], rt_vars)
+    for d, e in enumerate(m.results):
+        m.add_constraint(e, Interval(0, out[d] - 1))
+    return single(m)
+
+
+def _dynamic_update_slice_in(instr: object, input_id: int) -> Indexing:
+    """operand: the same element (unless overwritten); update element i: result element `i + offset`
+    (runtime variables: the clamped offsets); an offset feeds every result element."""
+    out = output_dims(instr)
+    if input_id == 0:
+        return single(IndexingMap.identity(out))
+    if input_id > 1:
+        return single(_all_outputs(out) if out else IndexingMap.identity(out))
+    update = operand_dims(instr, 1)
+    offsets = scalar_map(update)
+    rt_vars = [RuntimeVariable(Interval(0, out[d] - update[d]), instr.operands[2 + d], offsets) for d in range(len(out))]
+    return single(with_runtime_variables(update, [A.dim(d) + A.sym(d) for d in range(len(out))], rt_vars))
+
+
+def _fusion_in(instr: object, input_id: int) -> Indexing:
+    """fusion and call: carried through the called computation (fusion.py)."""
+    from hlo_mlir.analysis.fusion import fusion_input_to_output
+
+    return fusion_input_to_output(instr, input_id) if instr.called else unknown(_num_results(instr))
+
+
+def _all_gather_start_in(instr: object, input_id: int) -> Indexing:
+    """Element 0 of all-gather-start's result is its operand; where an element lands in the gathered
+    result depends on the device's own position in its group, which no map of the index gives."""
+    if len(instr.operands) != 1:
+        return unknown(_num_results(instr))
+    return [{IndexingMap.identity(operand_dims(instr, 0))}, {IndexingMap.undefined()}]
+
+
+def _copy_start_in(instr: object, input_id: int) -> Indexing:
+    src = operand_dims(instr, 0)
+    return single(IndexingMap.identity(src), IndexingMap.identity(src), _feeds_nothing(src, ()))
+
+
+def _reads_no_element_in(instr: object, input_id: int) -> Indexing:
+    return single(_feeds_nothing(operand_dims(instr, input_id), output_dims(instr)))
+
+
+def _whole_operands_in(instr: object, input_id: int) -> Indexing:
+    src = operand_dims(instr, input_id)
+    return single(*[_feeds_all(src, output_dims(instr, k)) for k in range(_num_results(instr))])
+
+
+def _scalars_in(instr: object, input_id: int) -> Indexing:
+    """rng: a scalar bound (or mean, deviation) feeds every output element."""
+    out = output_dims(instr)
+    return single(_all_outputs(out) if out else IndexingMap.identity(out))
+
+
+def _sort_in(instr: object, input_id: int) -> Indexing:
+    """An operand element feeds every position of its row along the sorted dimension, in every result."""
+    src = operand_dims(instr, input_id)
+    axis = instr.attrs["dimensions"][0]
+    exprs = [A.sym(0) if d == axis else A.dim(d) for d in range(len(src))]
+    m = IndexingMap.from_tensor_sizes(A.affine_map(len(src), 1, exprs), src, [src[axis]])
+    return single(*[m] * _num_results(instr))
+
+
+def _trailing_dims_in(instr: object, input_id: int, count: int) -> Indexing:
+    """topk, fft: an operand element feeds all of the last `count` dims of every result (batch dims kept)."""
+    src = operand_dims(instr, input_id)
+    batch = len(src) - count
+    maps = []
+    for k in range(_num_results(instr)):
+        out = output_dims(instr, k)
+        exprs = [A.dim(d) for d in range(batch)] + [A.sym(j) for j in range(count)]
+        maps.append(IndexingMap.from_tensor_sizes(A.affine_map(len(src), count, exprs), src, out[batch:]))
+    return single(*maps)
+
+
+def _scaled_dot_in(instr: object, input_id: int) -> Indexing:
+    """lhs and rhs as dot's; an element of a scale tensor feeds what the elements of its block feed."""
+    if input_id < 2:
+        return _dot_in(instr, input_id)
+    operand = input_id - 2
+    (operand_map,) = _dot_in(instr, operand)[0]
+    block = [n // k for n, k in zip(operand_dims(instr, operand), operand_dims(instr, input_id))]
+    # Scale index j covers operand indices j * block + t, t in [0, block): new symbols t.
+    scale = operand_dims(instr, input_id)
+    extra = [b for b in block if b > 1]
+    dim_repl, next_sym = [], operand_map.num_symbols
+    for d, b in enumerate(block):
+        if b > 1:
+            dim_repl.append(A.dim(d) * b + A.sym(next_sym))
+            next_sym += 1
+        else:
+            dim_repl.append(A.dim(d))
+    exprs = [A.replace(r, dim_repl, None) for r in operand_map.results]
+    m = IndexingMap.from_tensor_sizes(A.affine_map(len(scale), next_sym, exprs), scale,
+                                      [v.bounds.upper + 1 for v in operand_map.range_vars] + extra)
+    return single(m)
+
+
 INPUT_TO_OUTPUT: dict[str, Callable[[object, int], Indexing]] = {
     **{op: _elementwise_in for op in ELEMENTWISE_INDEXING},
+    "add-dependency": _first_operand_identity_in,
+    "batch-norm-grad": _batch_norm_grad_in,
+    "batch-norm-inference": _batch_norm_inference_in,
+    "batch-norm-training": _batch_norm_training_in,
+    "all-gather-done": _tuple_operand_in,
+    "all-gather-start": _all_gather_start_in,
+    "call": _fusion_in,
+    "fusion": _fusion_in,
+    "collective-broadcast": _same_index_elsewhere_in,
+    "collective-permute": _same_index_elsewhere_in,
+    "copy-done": _tuple_operand_in,
+    "copy-start": _copy_start_in,
+    "opt-barrier": _tuple_operand_in,
+    "domain": _first_operand_identity_in,
+    "fft": lambda instr, input_id: _trailing_dims_in(instr, input_id, len(instr.attrs["fft_length"])),
+    "dynamic-slice": _dynamic_slice_in,
+    "dynamic-update-slice": _dynamic_update_slice_in,
+    "get-dimension-size": _reads_no_element_in,
+    "get-tuple-element": _get_tuple_element_in,
+    "pad": _pad_in,
+    "rng": _scalars_in,
+    "rng-bit-generator": _whole_operands_in,
+    "scaled-dot": _scaled_dot_in,
+    "set-dimension-size": _first_operand_identity_in,
+    "sort": _sort_in,
+    "topk": lambda instr, input_id: _trailing_dims_in(instr, input_id, 1),
     "bitcast-convert": _bitcast_convert_in,
     "bitcast": _bitcast_in,
     "broadcast": _broadcast_in,
