@@ -127,9 +127,10 @@ def _is_fma_body(op: ir.Operation) -> bool:
 
 def roles(op: ir.Operation, levels: Sequence) -> list[int] | None:
     """For a contraction whose last tiling level (`linalg_schedules.Tiling`) is a register tile the library
-    has: its loops in the library's loop space (-1: unused), else None. The tile loops and the reduction
-    loops keep the last level's order (the sums' order is the vectorized tile's); loops the outer levels
-    leave of extent 1 are not passed."""
+    has: its loops in the library's loop space (-1: unused, the outer ones: the innermost loop of the sums
+    is the kernel's innermost), else None. The tile loops and the reduction loops keep the last level's
+    order (the sums' order is the vectorized tile's); loops the outer levels leave of extent 1 are not
+    passed."""
     if len(levels) < 2 or op.name != "linalg.generic" or len(op.operands) != 3 or not _is_fma_body(op):
         return None
     last = levels[-1]
@@ -170,7 +171,7 @@ def roles(op: ir.Operation, levels: Sequence) -> list[int] | None:
     p, r = contraction_library.P, contraction_library.R
     if len(tiles) > p or len(sums) > r or 0 in map(extent, tiles + sums):
         return None
-    return [*tiles, *[-1] * (p - len(tiles)), *sums, *[-1] * (r - len(sums)), mr_d, nr_d]
+    return [*[-1] * (p - len(tiles)), *tiles, *[-1] * (r - len(sums)), *sums, mr_d, nr_d]
 
 
 def mark_block(op: ir.Operation, loop_roles: list[int], index: int) -> None:
