@@ -48,8 +48,19 @@ _REARRANGES = ("reshape", "transpose")
 
 
 def _rearrange(value: ir.Value) -> ir.Operation | None:
+    """The reshape or transpose producing `value`; None for anything else, and for one that breaks its
+    shape rule (a module loaded without verification), which is left as it is."""
     op = edit.defining_op(value)
-    return op if op is not None and opcode_of(op) in _REARRANGES else None
+    if op is None or opcode_of(op) not in _REARRANGES:
+        return None
+    source, result = edit.type_of(op.operands[0]), edit.type_of(op.result)
+    if not isinstance(source, ArrayType) or not isinstance(result, ArrayType):
+        return None
+    if opcode_of(op) == "reshape":
+        return op if source.num_elements == result.num_elements else None
+    perm = _perm(op)
+    valid = sorted(perm) == list(range(source.rank)) and result.dims == tuple(source.dims[p] for p in perm)
+    return op if valid else None
 
 
 def _array(value: ir.Value) -> ArrayType:
@@ -166,7 +177,7 @@ def _trivially_rearranged(value: ir.Value, rearrange: ir.Operation, cheap_1d: bo
     if opcode != "broadcast":
         return False
     dims = tuple(decode_all(op.attributes)["dimensions"])
-    if list(dims) != sorted(dims):
+    if list(dims) != sorted(dims) or not all(0 <= d < _array(value).rank for d in dims):
         return False
     if opcode_of(rearrange) == "reshape":
         source = _array(op.operands[0])

@@ -61,6 +61,8 @@ def _split(op: ir.Operation, w: int, names: edit.Names) -> bool:
         return False  # a variadic reduce
     assert isinstance(source, ArrayType)
     dims = set(decode_all(op.attributes)["dimensions"])
+    if not all(0 <= d < source.rank for d in dims):
+        return False  # a module loaded without verification: the reduce's own rule is broken
     written, _ = edit.written_shape(op.operands[0])  # bounds (`<=N`) are written in `hlo.shape` only
     if DYNAMIC in source.dims or (isinstance(written, ArrayType) and any(written.bounded)):
         return False

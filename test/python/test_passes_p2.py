@@ -170,3 +170,42 @@ ENTRY e {
     assert float(np.asarray(module.run(x)[0])) == 1033
     if xla_available():
         assert float(np.asarray(run_xla(text, [x])[0])) == 1033
+
+
+UNVERIFIED = {
+    "tree-reduction-rewriter": """HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[100] parameter(0)
+  zero = f32[] constant(0)
+  ROOT r = f32[] reduce(x, zero), dimensions={3}, to_apply=add
+}""",
+    "reshape-mover": """HloModule m
+ENTRY e {
+  x = f32[2,3] parameter(0)
+  s = f32[] parameter(1)
+  tx = f32[3,2] transpose(x), dimensions={1,5}
+  ty = f32[3,2] transpose(x), dimensions={1,0}
+  b = f32[3,2] broadcast(s), dimensions={7}
+  a = f32[3,2] add(tx, tx)
+  c = f32[3,2] add(ty, b)
+  r = f32[6] reshape(x)
+  bad = f32[5] reshape(x)
+  d = f32[5] add(bad, bad)
+  ROOT t = (f32[3,2], f32[3,2], f32[6], f32[5]) tuple(a, c, r, d)
+}""",
+}
+
+
+@pytest.mark.parametrize("pass_name", sorted(UNVERIFIED))
+def test_pass_leaves_instructions_breaking_their_shape_rules_alone(pass_name: str) -> None:
+    """A module loaded without verification (hlo-opt --no-verify) whose reduce dimension, transpose
+    permutation, broadcast dimension or reshape size is out of range is left as it is, not a traceback."""
+    module = hlo_mlir.load(UNVERIFIED[pass_name], verify=False)
+    before = module.to_hlo()
+    apply(module, pass_name, verify_each=False)
+    assert module.to_hlo() == before
