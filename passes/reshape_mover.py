@@ -18,7 +18,8 @@ XLA's conditions, mirrored:
 - A moved instruction is computed on R's operand shape from the inverse rearrange of each operand
   (a reshape of a reshape from the right shape is its operand; a transpose gets the inverse
   transpose, which `algebraic-simplify` cancels against an operand transpose, as in XLA) and R is
-  applied to its result, which takes the instruction's name, written layout and metadata. The
+  applied to its result, which takes the instruction's name, written layout, metadata, frontend
+  attributes and sharding (the moved instruction keeps all but the sharding). The
   instruction and what only it read are removed. Computations of fusions are left alone.
 
 Results are unchanged: an elementwise op commutes with any rearrange of all its operands.
@@ -311,7 +312,10 @@ def _sink(op: ir.Operation, names: edit.Names, cheap_1d: bool) -> None:
     if opcode_of(op) == "map":
         attrs["dimensions"] = encode_value("dimensions", tuple(range(inner_type.rank)))
     attrs[NAME] = ir.StringAttr.get(names.fresh(edit.name_of(op)))
-    outer_attrs = {k: op.attributes[k] for k in (SHAPE, "metadata") if k in op.attributes}
+    # XLA's ReplaceInstruction gives the replacement the replaced instruction's metadata, frontend
+    # attributes and sharding; the moved instruction drops its sharding (its shape changed).
+    outer_attrs = {k: op.attributes[k] for k in (SHAPE, "metadata", "frontend_attributes", "sharding")
+                   if k in op.attributes}
     with ir.InsertionPoint(op):
         inner = ir.Operation.create(op.name, results=[to_mlir_type(inner_type)], operands=operands,
                                     attributes=attrs, loc=op.location)
