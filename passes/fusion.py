@@ -149,9 +149,9 @@ def _grow(group: _Group, fused: list[ir.Operation], duplicate: bool, bound: set[
 
 
 def _new_computation(module: ir.Module, caller: ir.Operation, inputs: list[ir.Value], results: list[ir.Type],
-                     loc: ir.Location, names: edit.Names) -> tuple[str, ir.Block]:
+                     loc: ir.Location, names: edit.Names, created: set[str]) -> tuple[str, ir.Block]:
     """A private `fused_computation[.N]` of parameters typed like `inputs`, placed before `caller`'s
-    computation; its name and entry block."""
+    computation (its name joins `created`); its name and entry block."""
     fn_name = names.fresh("fused_computation")
     while fn_name in edit.functions(module):
         fn_name = names.fresh("fused_computation")
@@ -159,6 +159,7 @@ def _new_computation(module: ir.Module, caller: ir.Operation, inputs: list[ir.Va
         fn = func.FuncOp(fn_name, ir.FunctionType.get([v.type for v in inputs], results), visibility="private",
                          loc=loc)
     fn.operation.move_before(caller)
+    created.add(fn_name)
     fn.arg_attrs = ir.ArrayAttr.get(
         [ir.DictAttr.get({edit.NAME: ir.StringAttr.get(names.fresh(f"param_{i}"))}) for i in range(len(inputs))]
     )
@@ -166,7 +167,7 @@ def _new_computation(module: ir.Module, caller: ir.Operation, inputs: list[ir.Va
     return fn_name, block
 
 
-def _outline(module: ir.Module, fn: ir.Operation, group: _Group, names: edit.Names) -> None:
+def _outline(module: ir.Module, fn: ir.Operation, group: _Group, names: edit.Names, created: set[str]) -> None:
     order = {op: i for i, op in enumerate(edit.instructions(fn))}
     members = sorted(group.members(), key=lambda o: order[o])
     produced = {r for m in members for r in m.results}
@@ -176,7 +177,7 @@ def _outline(module: ir.Module, fn: ir.Operation, group: _Group, names: edit.Nam
             if v not in produced and v not in inputs:
                 inputs.append(v)
     root_type = group.root.results[0].type
-    fn_name, block = _new_computation(module, fn, inputs, [root_type], group.root.location, names)
+    fn_name, block = _new_computation(module, fn, inputs, [root_type], group.root.location, names, created)
     mapping: dict[ir.Value, ir.Value] = dict(zip(inputs, block.arguments))
     with ir.InsertionPoint(block):
         for m in members:
@@ -197,7 +198,7 @@ def _outline(module: ir.Module, fn: ir.Operation, group: _Group, names: edit.Nam
 
 
 def _producer_consumer(module: ir.Module, fn: ir.Operation, names: edit.Names, effectful: set[str],
-                       duplicate: bool) -> bool:
+                       duplicate: bool, created: set[str]) -> bool:
     fused: list[ir.Operation] = []
     groups: list[_Group] = []
     bound = _control_bound(fn)
@@ -213,7 +214,7 @@ def _producer_consumer(module: ir.Module, fn: ir.Operation, names: edit.Names, e
         fused.extend(group.moved)
         groups.append(group)
     for group in groups:
-        _outline(module, fn, group, names)
+        _outline(module, fn, group, names, created)
         clear_cache()
     return bool(groups)
 
@@ -327,6 +328,7 @@ def _best_pair(fn: ir.Operation, fns: Mapping[str, ir.Operation],
     bound = _control_bound(fn)
     fusible = {op for op in ops if _sibling_fusible(op, fns, effectful) and len(op.operands) < MAX_OPERANDS
                and edit.name_of(op) not in bound}
+    shape = {op: _element_type(op, fns) for op in fusible}
     best: tuple[int, ir.Operation, ir.Operation] | None = None
     for a in ops:
         if a not in fusible or opcode_of(a) != "fusion":
@@ -342,7 +344,7 @@ def _best_pair(fn: ir.Operation, fns: Mapping[str, ir.Operation],
                 seen.add(b)
                 if reach[a] >> position[b] & 1 or reach[b] >> position[a] & 1:
                     continue
-                if _element_type(a, fns) != _element_type(b, fns):
+                if shape[a] != shape[b]:
                     continue
                 profit = sum(_bytes(w) for w in set(b.operands) if w in shared)
                 if profit > 0 and (best is None or profit > best[0]):
@@ -392,15 +394,18 @@ def _layout(op: ir.Operation) -> dict[str, ir.Attribute]:
     return {SHAPE: op.attributes[SHAPE]} if SHAPE in op.attributes else {}
 
 
-def _merge(module: ir.Module, fn: ir.Operation, a: ir.Operation, b: ir.Operation, names: edit.Names) -> None:
-    """Replace fusion `a` and its sibling `b` by one fusion whose ROOT is the tuple of their outputs."""
+def _merge(module: ir.Module, fn: ir.Operation, a: ir.Operation, b: ir.Operation, names: edit.Names,
+           created: set[str]) -> None:
+    """Replace fusion `a` and its sibling `b` by one fusion whose ROOT is the tuple of their outputs. The
+    computations they called go when nothing else calls them (`created`: those this pass made, each
+    called by one fusion)."""
     fns = edit.functions(module)
     inputs: list[ir.Value] = []
     for v in [*a.operands, *b.operands]:
         if v not in inputs:
             inputs.append(v)
     tuple_type = to_mlir_type(TupleType((*_output_types(a, fns), *_output_types(b, fns))))
-    fn_name, block = _new_computation(module, fn, inputs, [tuple_type], a.location, names)
+    fn_name, block = _new_computation(module, fn, inputs, [tuple_type], a.location, names, created)
     mapping = dict(zip(inputs, block.arguments))
     with ir.InsertionPoint(block):
         outputs = _inline_outputs(a, mapping, fns, names) + _inline_outputs(b, mapping, fns, names)
@@ -414,21 +419,23 @@ def _merge(module: ir.Module, fn: ir.Operation, a: ir.Operation, b: ir.Operation
         old = [c for op in (a, b) if opcode_of(op) == "fusion" for c in edit.callees(op)]
         _rewire(a, fusion, 0, fns)
         _rewire(b, fusion, offset, fns)
-    called = {c for f in edit.functions(module).values() for op in edit.instructions(f) for c in edit.callees(op)}
+    kept = [name for name in old if name not in created]
+    called = {c for f in fns.values() for op in edit.instructions(f) for c in edit.callees(op)} if kept else set()
     for name in old:
         if name not in called:
             fns[name].erase()
     restore_order(fn)
 
 
-def _sibling_fusion(module: ir.Module, fn: ir.Operation, names: edit.Names, effectful: set[str]) -> bool:
+def _sibling_fusion(module: ir.Module, fn: ir.Operation, names: edit.Names, effectful: set[str],
+                    created: set[str]) -> bool:
     changed = False
     while True:
         fns = edit.functions(module)
         pair = _best_pair(fn, fns, effectful)
         if pair is None:
             return changed
-        _merge(module, fn, *pair, names)
+        _merge(module, fn, *pair, names, created)
         clear_cache()
         changed = True
 
@@ -445,10 +452,11 @@ def run(module: ir.Module, options: Mapping[str, str]) -> bool:
     names = edit.Names(module)
     effectful = edit.effectful_computations(module)
     changed = False
+    created: set[str] = set()  # fused computations made here, each called by one fusion
     for fn in fusible_computations(module):
-        changed |= _producer_consumer(module, fn, names, effectful, duplicate=not multi_output)
+        changed |= _producer_consumer(module, fn, names, effectful, not multi_output, created)
         if multi_output:
-            changed |= _sibling_fusion(module, fn, names, effectful)
+            changed |= _sibling_fusion(module, fn, names, effectful, created)
     if changed:
         edit.drop_parameter_positions(module)
     return changed
