@@ -3,9 +3,9 @@ object files, once, and linked into each module that calls it (`native.Library`)
 
 The MLIR is lowered by the project's own pipelines (`lower_to_llvm`) and compiled by the same LLVM as the
 modules (`native.build`, its `GROUPS` modules on threads); the objects are kept in the support directory
-(`cache.support_directory`) under a digest of the MLIR text, the pipelines and LLVM flags, the MLIR and LLVM
-versions and the host CPU, so they are never stale. `build_seconds` says what the build cost in this
-process (0 when the objects were there).
+(`cache.support_directory`) under a digest of the sources the MLIR is generated from, the pipelines and LLVM
+flags, the MLIR and LLVM versions and the host CPU, so they are never stale. `build_seconds` says what the
+build cost in this process (0 when the objects were there).
 """
 
 from __future__ import annotations
@@ -40,6 +40,19 @@ def _identity() -> str:
     return "|".join([*versions, cpu, lower_to_llvm.LOOPS, lower_to_llvm.LLVM, *native.build_flags()])
 
 
+def _digest() -> str:
+    """What the objects are kept under: the files the MLIR is generated from (its text alone costs a process
+    tens of milliseconds to generate) and `_identity()`."""
+    from hlo_mlir.passes import contraction_library
+    from hlo_mlir.passes.convert_hlo_to_linalg import matmul_kernel
+
+    h = hashlib.sha256()
+    for module in (contraction_library, matmul_kernel):
+        h.update(Path(module.__file__).read_bytes())
+    h.update(_identity().encode())
+    return h.hexdigest()[:16]
+
+
 def _build() -> list[bytes]:
     """The library's object files: the MLIR lowered by the modules' pipelines and compiled by `native.build`
     (in parts, on every core)."""
@@ -69,7 +82,7 @@ def objects(directory: Path) -> tuple[bytes, ...]:
     """The library's objects, built on first use and kept in `directory` (one pickled file, written
     atomically) under their digest: never stale."""
     global build_seconds
-    digest = hashlib.sha256("\0".join([*sources(), _identity()]).encode()).hexdigest()[:16]
+    digest = _digest()
     path = directory / f"kernels-{digest}.objects"
     found = cache.recall(path)
     if isinstance(found, tuple) and all(isinstance(o, bytes) for o in found):
