@@ -285,14 +285,16 @@ def _inverse_rearranged(r: ir.Operation, v: ir.Value, at: ir.Operation, names: e
         return edit.create("reshape", [v], new, name=names.fresh("reshape"), loc=at.location).result
 
 
-def _erase_with_unused_operands(op: ir.Operation) -> None:
-    """Erase `op` and the producers that only it read, transitively (XLA's ReplaceInstruction)."""
+def _erase_with_unused_operands(op: ir.Operation, effectful: set[str]) -> None:
+    """Erase `op` and the producers that only it read, transitively, but none with a side effect of
+    its own or in a computation it runs (XLA's ReplaceInstruction)."""
     dead = [op]
     i = 0
     while i < len(dead):
         for v in dead[i].operands:
             p = edit.defining_op(v)
-            if p is None or any(p == d for d in dead) or edit.has_side_effect(p) or len(p.results) != 1:
+            if p is None or any(p == d for d in dead) or edit.has_side_effect_deep(p, effectful) \
+                    or len(p.results) != 1:
                 continue
             if all(any(use.owner.operation == d for d in dead) for use in p.result.uses):
                 dead.append(p)
@@ -301,7 +303,7 @@ def _erase_with_unused_operands(op: ir.Operation) -> None:
         d.erase()
 
 
-def _sink(op: ir.Operation, names: edit.Names, cheap_1d: bool) -> None:
+def _sink(op: ir.Operation, names: edit.Names, cheap_1d: bool, effectful: set[str]) -> None:
     r = _first_nontrivial(list(op.operands), cheap_1d)
     assert r is not None
     source = r.operands[0]
@@ -323,12 +325,13 @@ def _sink(op: ir.Operation, names: edit.Names, cheap_1d: bool) -> None:
         outer = edit.create(opcode_of(r), [inner.result], result, extra, name=edit.name_of(op), loc=op.location,
                             mlir_attrs=outer_attrs)
     op.result.replace_all_uses_with(outer.result)
-    _erase_with_unused_operands(op)
+    _erase_with_unused_operands(op, effectful)
 
 
 def run(module: ir.Module, options: Mapping[str, str]) -> bool:
     cheap_1d = bool_option("reshape-mover", options, "reshape-of-1d-broadcast-is-cheap", False)
     names = edit.Names(module)
+    effectful = edit.effectful_computations(module)
     fused = edit.fusion_computations(module)
     changed = False
     for name, fn in edit.functions(module).items():
@@ -336,6 +339,6 @@ def run(module: ir.Module, options: Mapping[str, str]) -> bool:
             continue
         candidates = _prune([op for op in edit.instructions(fn) if _candidate(op, cheap_1d)])
         for op in candidates:
-            _sink(op, names, cheap_1d)
+            _sink(op, names, cheap_1d, effectful)
         changed |= bool(candidates)
     return changed
