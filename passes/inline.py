@@ -24,14 +24,13 @@ def inline_call(call: ir.Operation, callee: ir.Operation, names: edit.Names) -> 
     """Replace `call` by a copy of `callee`'s body. As XLA's inliner relays control dependencies, the
     copies get the call's control predecessors and the instructions that named the call as one name
     the value replacing it (the ROOT's copy takes the call's name; a ROOT parameter is the operand)."""
-    name = edit.name_of(call)
+    name, block = edit.name_of(call), call.operation.block
     with ir.InsertionPoint(call):
         value = edit.inline_computation(callee, list(call.operands), names, root_name=name,
                                         extra_predecessors=edit.control_predecessors(call))
     edit.replace(call, value)
     if edit.name_of(value) == name:
         return
-    block = value.owner if isinstance(value.owner, ir.Block) else value.owner.block
     for op in block.operations:
         if name in (before := edit.control_predecessors(op.operation)):
             edit.set_control_predecessors(op.operation, [edit.name_of(value) if n == name else n for n in before])
