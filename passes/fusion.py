@@ -288,7 +288,11 @@ def _sibling_fusible(op: ir.Operation, fns: Mapping[str, ir.Operation], effectfu
         if root is not None and opcode_of(root) == "tuple":
             if any(opcode_of(u.owner) != "get-tuple-element" for u in op.results[0].uses):
                 return False
+            if not all(isinstance(edit.type_of(v), ArrayType) for v in root.operands):
+                return False
             root = edit.defining_op(root.operands[0])
+        elif not _single_array(op):
+            return False
         return root is not None and opcode_of(root) not in ("dot", "scatter")
     return _single_array(op) and opcode_of(op) in LOOP_FUSIBLE and opcode_of(op) != "constant"
 
