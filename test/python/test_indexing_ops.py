@@ -115,6 +115,11 @@ MODULES = {
   p1 = s32[3] parameter(1)
   t = (f32[4,8], s32[3]) tuple(p0, p1)
   ROOT r = s32[3] get-tuple-element(t), index=1""",
+    "gather": """
+  p0 = f32[5,6] parameter(0)
+  i = s32[3,2] parameter(1)
+  ROOT r = f32[3,2,2] gather(p0, i), offset_dims={1,2}, collapsed_slice_dims={}, start_index_map={1,0},
+    index_vector_dim=1, slice_sizes={2,2}""",
     "scaled-dot": """
   a = f32[2,10] parameter(0)
   b = f32[10,2] parameter(1)
@@ -168,6 +173,7 @@ def pairs(maps: set, swap: bool, shapes: tuple = ()) -> set[tuple[tuple[int, ...
 # Results that no map of the operand's index reaches, and why.
 UNKNOWN_INPUT_TO_OUTPUT = {
     "all-gather-start": "where an element lands in the gathered result depends on the device's position in its group",
+    "gather": "where an operand element lands depends on the values of the indices",
 }
 
 

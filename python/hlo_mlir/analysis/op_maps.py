@@ -917,7 +917,18 @@ def _scaled_dot_in(instr: object, input_id: int) -> Indexing:
     exprs = [A.replace(r, dim_repl, None) for r in operand_map.results]
     m = IndexingMap.from_tensor_sizes(A.affine_map(len(scale), next_sym, exprs), scale,
                                       [v.bounds.upper + 1 for v in operand_map.range_vars] + extra)
+    m.remove_unused_symbols()
     return single(m)
+
+
+def _gather_in(instr: object, input_id: int) -> Indexing:
+    """The canonical gather (see `_gather`): row n of the indices feeds every element of output row n.
+    Which output elements an operand element feeds depends on the indices' values: unknown."""
+    if input_id == 0 or not _is_simplified_gather(instr):
+        return unknown(1)
+    src, out = operand_dims(instr, 1), output_dims(instr)
+    exprs = [A.dim(0)] + [A.sym(i) for i in range(len(out) - 1)]
+    return single(IndexingMap.from_tensor_sizes(A.affine_map(len(src), len(out) - 1, exprs), src, out[1:]))
 
 
 INPUT_TO_OUTPUT: dict[str, Callable[[object, int], Indexing]] = {
@@ -939,6 +950,7 @@ INPUT_TO_OUTPUT: dict[str, Callable[[object, int], Indexing]] = {
     "fft": lambda instr, input_id: _trailing_dims_in(instr, input_id, len(instr.attrs["fft_length"])),
     "dynamic-slice": _dynamic_slice_in,
     "dynamic-update-slice": _dynamic_update_slice_in,
+    "gather": _gather_in,
     "get-dimension-size": _reads_no_element_in,
     "get-tuple-element": _get_tuple_element_in,
     "pad": _pad_in,
