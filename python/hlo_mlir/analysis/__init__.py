@@ -2,10 +2,13 @@
 
 Public API:
 
-* `compute_output_to_input_indexing(instr, output_id=0) -> list[set[IndexingMap]]` - per operand,
-  the maps from an index of result `output_id` to the operand elements it reads.
-* `compute_input_to_output_indexing(instr, input_id=0) -> list[set[IndexingMap]]` - per result,
-  the maps from an index of operand `input_id` to the result elements it feeds.
+* `compute_output_to_input_indexing(instr, output_id=0, use_physical_layout=False) -> list[set[IndexingMap]]`
+  - per operand, the maps from an index of result `output_id` to the operand elements it reads
+  (indices in the layouts' physical order with `use_physical_layout`, as XLA's option).
+* `compute_input_to_output_indexing(instr, input_id=0, use_physical_layout=False) -> list[set[IndexingMap]]`
+  - per result, the maps from an index of operand `input_id` to the result elements it feeds.
+* `grouped_output_to_input(instr)` - maps from `instr`'s output to every instruction it reads;
+  `epilogue_input_to_output(hero, root)` - from `hero`'s output to the element of `root` it feeds.
 * `IndexingMap` (with `compose`, `simplify`, `inverse`...), `format_document`, `format_xla`,
   `parse_indexing_map`, `parse_affine_expr`.
 
