@@ -1,0 +1,92 @@
+"""The precompiled contraction kernels (`passes/contraction_kernels.py`, `runtime/kernel_library.py`): a dot or
+convolution block calls the library and gives bitwise the results of the per-module vectorized register tile
+it replaces (same FMAs in the same order), in every layout the lowering produces; the library is built once
+per directory and found there again."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hlo_mlir
+from hlo_mlir.passes import contraction_kernels
+from hlo_mlir.passes.lower_to_llvm import emit
+from hlo_mlir.runtime.jit import compile_module
+
+_MM = "lhs_contracting_dims={1}, rhs_contracting_dims={0}"
+_CONV = "dim_labels=b01f_01io->b01f"
+
+
+def _dot(lhs: str, rhs: str, out: str, dims: str = _MM) -> str:
+    return (f"HloModule m\nENTRY e {{\n  a = {lhs} parameter(0)\n  b = {rhs} parameter(1)\n"
+            f"  ROOT d = {out} dot(a, b), {dims}\n}}\n")
+
+
+def _conv(x: str, k: str, out: str, attrs: str) -> str:
+    return (f"HloModule m\nENTRY e {{\n  x = {x} parameter(0)\n  k = {k} parameter(1)\n"
+            f"  ROOT c = {out} convolution(x, k), {attrs}\n}}\n")
+
+
+CASES = {
+    # two k blocks (the kernel starts from zeros in the first only), a forall over row blocks
+    "matmul_k600": _dot("f32[96,600]", "f32[600,70]", "f32[96,70]"),
+    "ragged_f64": _dot("f64[37,300]", "f64[300,45]", "f64[37,45]"),
+    "transposed_operands": _dot("f32[600,48]", "f32[70,600]", "f32[48,70]",
+                                "lhs_contracting_dims={0}, rhs_contracting_dims={1}"),
+    "batched": _dot("f32[2,32,32]", "f32[2,32,32]", "f32[2,32,32]",
+                    "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}"),
+    "three_rows": _dot("f32[3,64]", "f32[64,200]", "f32[3,200]"),
+    "bf16": _dot("bf16[64,96]", "bf16[96,80]", "bf16[64,80]"),
+    "conv_3x3": _conv("f32[1,16,16,32]", "f32[3,3,32,64]", "f32[1,14,14,64]", f"window={{size=3x3}}, {_CONV}"),
+    # the input's width split into (width / 2, 2): the floordiv/mod pair
+    "conv_stride2": _conv("f32[2,17,19,24]", "f32[3,3,24,40]", "f32[2,8,9,40]",
+                          f"window={{size=3x3 stride=2x2}}, {_CONV}"),
+    "conv_dilated_f64": _conv("f64[1,9,20,12]", "f64[2,5,12,20]", "f64[1,8,16,20]",
+                              f"window={{size=2x5 pad=0_0x2_2 rhs_dilate=1x2}}, {_CONV}"),
+    "conv_1d": _conv("f32[3,40,16]", "f32[5,16,24]", "f32[3,36,24]", "window={size=5}, dim_labels=b0f_0io->b0f"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_library_blocks_match_the_vectorized_tile_bitwise(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = CASES[name]
+    assert re.search(r"call @hlo_mlir_mk_f(32|64)_\d+x\d+\(", emit(hlo_mlir.load(text), "loops"))
+    rng = np.random.default_rng(7)
+    module = hlo_mlir.load(text)
+    args = [rng.standard_normal(p.dims).astype(p.element.dtype) for p in compile_module(module, use_cache=False).params]
+    library = [compile_module(hlo_mlir.load(text), use_cache=False)(*args) for _ in range(2)]
+    monkeypatch.setattr(contraction_kernels, "roles", lambda *_: None)  # every block vectorized in the module
+    assert "hlo_mlir_mk_" not in emit(hlo_mlir.load(text), "loops")
+    tile = compile_module(hlo_mlir.load(text), use_cache=False)(*args)
+    for got in library:  # twice: no result depends on what the buffers held before (the dropped zero fill)
+        for a, b in zip(got, tile):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_a_block_fused_into_by_its_producer_keeps_its_kernel() -> None:
+    """The tile loops of a small dot fold away, so its operand is a transposing copy's result itself, which
+    elementwise fusion would fold into it as a new op without its mark: the barrier keeps the block."""
+    text = ("HloModule m\nENTRY e {\n  a = f32[32,64] parameter(0)\n  w = f32[256,64] parameter(1)\n"
+            "  t = f32[64,256] transpose(w), dimensions={1,0}\n"
+            f"  ROOT d = f32[32,256] dot(a, t), {_MM}\n}}\n")
+    loops = emit(hlo_mlir.load(text), "loops")
+    assert "call @hlo_mlir_mk_f32_8x32(" in loops and "vector.fma" not in loops
+    rng = np.random.default_rng(1)
+    a, w = rng.standard_normal((32, 64)).astype(np.float32), rng.standard_normal((256, 64)).astype(np.float32)
+    got = hlo_mlir.load(text).run(a, w, backend="jit")[0]
+    np.testing.assert_allclose(got, a @ w.T, rtol=1e-5, atol=1e-5)
+
+
+def test_the_library_is_built_once_per_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hlo_mlir.runtime import kernel_library
+
+    monkeypatch.setattr(kernel_library, "build_seconds", 0.0)
+    built = kernel_library.objects(tmp_path)
+    assert kernel_library.build_seconds > 0 and kernel_library.called(built)
+    assert [p.name for p in tmp_path.iterdir()] == [f"kernels-{kernel_library._digest()}.objects"]
+    kernel_library.objects.cache_clear()
+    monkeypatch.setattr(kernel_library, "_build", lambda: pytest.fail("built again"))
+    assert kernel_library.objects(tmp_path) == built
