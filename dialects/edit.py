@@ -11,11 +11,9 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from mlir import ir
 
-from hlo_mlir.dialects import NAME, OPCODES, POSITION, SHAPE, from_mlir_type, opcode_of, to_mlir_type
+from hlo_mlir.dialects import NAME, OPCODES, POSITION, SHAPE, from_mlir_type, layout, opcode_of, to_mlir_type
 from hlo_mlir.dialects.attributes import encode_value, unquote
 from hlo_mlir.dialects.traits import SIDE_EFFECTING
-from hlo_mlir.shape_text import ShapeError as ShapeTextError
-from hlo_mlir.shape_text import parse_array_shape
 from hlo_mlir.types import ArrayType, HloType
 
 
@@ -80,41 +78,60 @@ def type_of(value: ir.Value) -> HloType:
     return from_mlir_type(value.type)
 
 
-def shape_text(value: ir.Value | ir.Operation) -> str | None:
-    """The `hlo.shape` text (layout, `<=` bounds) written for an instruction result or a parameter."""
+def shape_attr(value: ir.Value | ir.Operation) -> ir.Attribute | None:
+    """The `hlo.shape` attribute (dialects.layout) of an instruction result or a parameter."""
     if isinstance(value, ir.Operation):
-        return ir.StringAttr(value.attributes[SHAPE]).value if SHAPE in value.attributes else None
+        return value.attributes[SHAPE] if SHAPE in value.attributes else None
     owner = value.owner
     if isinstance(owner, ir.Block):
         fn = owner.owner
         if "arg_attrs" not in fn.attributes:
             return None
         d = ir.DictAttr(ir.ArrayAttr(fn.attributes["arg_attrs"])[ir.BlockArgument(value).arg_number])
-        return ir.StringAttr(d[SHAPE]).value if SHAPE in d else None
-    return shape_text(owner.operation if hasattr(owner, "operation") else owner)
+        return d[SHAPE] if SHAPE in d else None
+    return shape_attr(owner.operation if hasattr(owner, "operation") else owner)
+
+
+def written(value: ir.Value | ir.Operation) -> layout.Written | None:
+    """The layout and bounds written for a result or parameter (None: nothing beyond the type)."""
+    attr = shape_attr(value)
+    return layout.from_attr(attr) if attr is not None else None
+
+
+def shape_text(value: ir.Value | ir.Operation) -> str | None:
+    """The HLO shape text with the layout and `<=` bounds written for a result or a parameter (None
+    where nothing beyond the type was written)."""
+    w = written(value)
+    if w is None:
+        return None
+    result = value.results[0] if isinstance(value, ir.Operation) else value
+    return layout.text(from_mlir_type(result.type), w)
 
 
 def written_shape(value: ir.Value | ir.Operation) -> tuple[HloType | None, tuple[int, ...] | None]:
     """The array type with its `<=` bounds, and the minor-to-major layout, as the text wrote them
-    ((None, None) where it wrote neither; a layout of the wrong rank or a tuple shape is None).
-    Every stage reads layouts and bounds here rather than parsing `hlo.shape` itself."""
-    text = shape_text(value)
-    if text is None or text.lstrip().startswith("("):
+    ((None, None) where it wrote neither; a tuple shape, or a layout that does not fit the type, is None).
+    Every stage reads layouts and bounds here (or through dialects.layout)."""
+    w = written(value)
+    if w is None or isinstance(w, tuple):
         return None, None
-    try:
-        t, layout_text = parse_array_shape(text.strip())
-    except ShapeTextError:
+    result = value.results[0] if isinstance(value, ir.Operation) else value
+    t = from_mlir_type(result.type)
+    if not layout.fits(t, w):
         return None, None
-    if not layout_text or not isinstance(t, ArrayType):
-        return t, None
-    minor = layout_text.split(":")[0]  # tiling etc. after ':' does not change the order
-    layout = tuple(int(x) for x in minor.split(",") if x.strip())
-    return t, layout if len(layout) == t.rank else None
+    return layout.with_bounds(t, w), w.minor_to_major if isinstance(t, ArrayType) else None
 
 
 def layout_of(value: ir.Value | ir.Operation) -> tuple[int, ...] | None:
-    """Minor-to-major dims as written (`{0,1}`); None for the default `{n-1,...,0}`."""
+    """Minor-to-major dims as written (`{0,1}`); None where none was written."""
     return written_shape(value)[1]
+
+
+def leaf_layouts(value: ir.Value | ir.Operation) -> list[tuple[int, ...] | None]:
+    """Minor-to-major layout written for each array leaf of a (tuple) result, depth-first (None: none)."""
+    result = value.results[0] if isinstance(value, ir.Operation) else value
+    leaves = layout.leaves(written(value), from_mlir_type(result.type))
+    return [w.minor_to_major if w is not None else None for w in leaves]
 
 
 def has_side_effect(op: ir.Operation) -> bool:
@@ -331,24 +348,14 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
     return owner.operation if hasattr(owner, "operation") else owner
 
 
-_DEFAULT_LAYOUT_SHAPE = re.compile(r"^\s*\w+\[([^\]]*)\]\s*(?:\{([0-9,\s]*)\})?\s*$")
-
-
 def has_custom_layout(op: ir.Operation) -> bool:
-    """The result's `hlo.shape` spells a layout other than the default (descending, untiled) one.
-
-    Shape rewrites may drop `hlo.shape`, which is only harmless when it said nothing beyond the type.
-    """
-    if SHAPE not in op.attributes:
+    """The result's `hlo.shape` says more than its type and bounds: a layout other than the default
+    (descending, untiled) one, or anything on a tuple. Shape rewrites may drop `hlo.shape`, which is
+    only harmless when it said nothing beyond the type."""
+    w = written(op)
+    if w is None:
         return False
-    m = _DEFAULT_LAYOUT_SHAPE.match(ir.StringAttr(op.attributes[SHAPE]).value)
-    if m is None:
-        return True
-    rank = len([d for d in m.group(1).split(",") if d.strip()])
-    if m.group(2) is None:
-        return False
-    layout = [int(x) for x in m.group(2).replace(" ", "").split(",") if x]
-    return layout != list(range(rank - 1, -1, -1))
+    return isinstance(w, tuple) or not w.is_default
 
 
 def frontend_attributes(op: ir.Operation) -> dict[str, str]:

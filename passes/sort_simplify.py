@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from mlir import ir
 from mlir.dialects import func
 
-from hlo_mlir.dialects import NAME, SHAPE, edit, opcode_of, to_mlir_type
+from hlo_mlir.dialects import NAME, SHAPE, edit, layout, opcode_of, to_mlir_type
 from hlo_mlir.types import TupleType
 
 
@@ -90,7 +90,7 @@ def _simplify(module: ir.Module, sort: ir.Operation, names: edit.Names) -> bool:
     attrs["to_apply"] = ir.FlatSymbolRefAttr.get(_shrunk_comparator(module, comparator, keep, names))
     shape = _shape_attr(operands)
     if shape is not None:
-        attrs[SHAPE] = ir.StringAttr.get(shape)
+        attrs[SHAPE] = layout.attr_of_text(shape)
     with ir.InsertionPoint(sort):
         new_sort = ir.Operation.create(sort.name, results=[to_mlir_type(result_type)], operands=operands,
                                        attributes=attrs, loc=sort.location)

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 
 from mlir import ir
 
-from hlo_mlir.dialects import NAME, SHAPE, edit, opcode_of, to_mlir_type
+from hlo_mlir.dialects import NAME, SHAPE, edit, layout, opcode_of, to_mlir_type
 from hlo_mlir.passes import dce, tuple_simplify
 from hlo_mlir.passes.while_simplify import trip_count
 from hlo_mlir.types import ArrayType, HloType, TupleType
@@ -103,7 +103,7 @@ def _gte(state: ir.Value, index: int, t: HloType, shape: str | None, name: str, 
     """get-tuple-element at the insertion point, keeping the element's written shape (layout)."""
     op = edit.create("get-tuple-element", [state], t, {"index": index}, name=name, loc=loc)
     if shape is not None:
-        op.attributes[SHAPE] = ir.StringAttr.get(shape)
+        op.attributes[SHAPE] = layout.attr_of_text(shape)
     return op.result
 
 
@@ -171,7 +171,7 @@ def _widen_parameter(fn: ir.Operation, state: ir.Type, shape: str | None, return
         d = {a.name: a.attr for a in ir.DictAttr(ir.ArrayAttr(fn.attributes["arg_attrs"])[0])}
         d.pop(SHAPE, None)
         if shape is not None:
-            d[SHAPE] = ir.StringAttr.get(shape)
+            d[SHAPE] = layout.attr_of_text(shape)
         fn.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d)])
 
 
@@ -238,7 +238,7 @@ def _hoist(module: ir.Module, loop: ir.Operation, names: edit.Names, effectful: 
     new_root = edit.defining_op(ret.operands[0])
     attrs = {k: v for k, v in edit.copy_attributes(new_root).items() if k != SHAPE}
     if wide_shape is not None:
-        attrs[SHAPE] = ir.StringAttr.get(wide_shape)
+        attrs[SHAPE] = layout.attr_of_text(wide_shape)
     with ir.InsertionPoint(ret):
         widened = ir.Operation.create(new_root.name, results=[wide_mlir], operands=list(new_root.operands) + threaded,
                                       attributes=attrs, loc=new_root.location)
@@ -257,7 +257,7 @@ def _hoist(module: ir.Module, loop: ir.Operation, names: edit.Names, effectful: 
         attrs["body"] = ir.FlatSymbolRefAttr.get(ir.StringAttr(new_body.attributes["sym_name"]).value)
         attrs["condition"] = ir.FlatSymbolRefAttr.get(ir.StringAttr(new_cond.attributes["sym_name"]).value)
         if wide_shape is not None:
-            attrs[SHAPE] = new_init.attributes[SHAPE] = ir.StringAttr.get(wide_shape)
+            attrs[SHAPE] = new_init.attributes[SHAPE] = layout.attr_of_text(wide_shape)
         new_loop = ir.Operation.create(loop.name, results=[wide_mlir], operands=[new_init.result], attributes=attrs,
                                        loc=loop.location)
         results = [
@@ -267,7 +267,7 @@ def _hoist(module: ir.Module, loop: ir.Operation, names: edit.Names, effectful: 
         ]
         narrow = edit.create("tuple", results, state_type, name=names.fresh(edit.name_of(loop)), loc=loop.location)
         if state_text is not None:
-            narrow.attributes[SHAPE] = ir.StringAttr.get(state_text)
+            narrow.attributes[SHAPE] = layout.attr_of_text(state_text)
     edit.replace(loop, narrow.result)
     return True
 

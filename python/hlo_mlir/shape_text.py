@@ -30,6 +30,8 @@ def parse_array_shape(text: str) -> tuple[HloType, str | None]:
     if elem in ("token", "opaque"):
         if dims_text.strip():
             raise ShapeError(f"{elem} shapes have no dimensions: expected {elem}[]", m.start(2))
+        if layout is not None:
+            _check_layout(layout, 0, text, m.start(3))
         return (TokenType() if elem == "token" else OpaqueType()), layout
     if elem not in BY_HLO:
         raise ShapeError(
@@ -99,10 +101,6 @@ def _check_layout(layout: str, rank: int, text: str, offset: int) -> None:
             + (f"0..{rank - 1}" if rank else "nothing (the shape is a scalar)"),
             offset,
         )
-
-
-def strip_layouts(text: str) -> str:
-    return re.sub(r"\]\{[^}]*\}", "]", text)
 
 
 def has_layout_or_bounds(text: str) -> bool:

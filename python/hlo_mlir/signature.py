@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from mlir import ir
 
-from hlo_mlir.dialects import SHAPE, edit, from_mlir_type
+from hlo_mlir.dialects import edit, from_mlir_type
 from hlo_mlir.types import ArrayType, HloType
 
 
@@ -45,11 +45,10 @@ def entry_signature(module: Any) -> Signature:
     with module.context:
         entry = edit.entry(module.mlir)
         ftype = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
-        arg_attrs = list(ir.ArrayAttr(entry.attributes["arg_attrs"])) if "arg_attrs" in entry.attributes else []
+        args = edit.body(entry).arguments
         params = []
         for i, (name, t) in enumerate(zip(parameter_names(entry), ftype.inputs)):
             hlo_type = from_mlir_type(t)
-            attrs = ir.DictAttr(arg_attrs[i]) if i < len(arg_attrs) else None
-            shape = ir.StringAttr(attrs[SHAPE]).value if attrs is not None and SHAPE in attrs else str(hlo_type)
+            shape = edit.shape_text(args[i]) or str(hlo_type)
             params.append(Parameter(name, shape, hlo_type, _dtype(hlo_type)))
         return Signature(tuple(params), from_mlir_type(ftype.results[0]))

@@ -11,25 +11,15 @@ from typing import Any
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import ASYNC_WRAPPED, edit, from_mlir_type, opcode_of, source_location, split_top
+from hlo_mlir.dialects import ASYNC_WRAPPED, edit, from_mlir_type, layout, opcode_of, source_location
 from hlo_mlir.dialects.attributes import KINDS, Comp, Comps, decode_all, kind_of
 from hlo_mlir.dialects.shape_rules import ShapeError, Signature, infer_result_type
-from hlo_mlir.dialects.shape_rules.common import compatible
-from hlo_mlir.shape_text import ShapeError as ShapeTextError
-from hlo_mlir.shape_text import parse_array_shape
 from hlo_mlir.types import HloType, TupleType
 
 def op_location(op: ir.Operation) -> SourceLocation | None:
     """The file:line:col an op was imported from (None for ops without a file location)."""
     found = source_location(op.location)
     return SourceLocation(*found) if found else None
-
-
-def _shape_text_type(text: str) -> HloType:
-    """The HloType of an `hlo.shape` text, keeping `<=` bounds the MLIR type cannot hold."""
-    if text.startswith("("):
-        return TupleType(tuple(_shape_text_type(e) for e in split_top(text[1:-1], "([{", ")]}")))
-    return parse_array_shape(text)[0]
 
 
 # A key keeps its context alive, so a cached type can't be mistaken for a later context's type;
@@ -47,25 +37,25 @@ def _hlo_type(mlir_type: ir.Type) -> HloType:
     return t
 
 
-# The same for a type with its `hlo.shape` text (most values of an XLA dump have a layout).
-_TYPED: dict[tuple[ir.Type, str], HloType] = {}
+# The same for a type with its `hlo.shape` (most values of an XLA dump have a layout).
+_TYPED: dict[tuple[ir.Type, ir.Attribute], HloType] = {}
 
 
 def _typed(mlir_type: ir.Type, shape_attr: ir.Attribute | None) -> HloType:
     if shape_attr is None:
         return _hlo_type(mlir_type)
-    key = (mlir_type, ir.StringAttr(shape_attr).value)
+    key = (mlir_type, shape_attr)
     hit = _TYPED.get(key)
     if hit is not None:
         return hit
     t = _hlo_type(mlir_type)
     try:
-        bounded = _shape_text_type(key[1])
-    except (ShapeTextError, ValueError):
+        bounded = layout.with_bounds(t, layout.from_attr(shape_attr))
+    except (TypeError, ValueError):
         bounded = t
     if len(_TYPED) > 4096:
         _TYPED.clear()
-    t = _TYPED[key] = bounded if compatible(bounded, t) else t
+    t = _TYPED[key] = bounded
     return t
 
 

@@ -88,17 +88,27 @@ def mask_elided_constants(xla_text: str, source: str) -> str:
 
 
 @functools.cache
-def exported(name: str) -> tuple[str, str]:
-    """(export of the file, export of that export)."""
-    first = hlo_mlir.load((CORPUS / name).read_text(), filename=name).to_hlo()
+def exported(name: str) -> tuple[str, str, str]:
+    """(export of the file, export of that export, export of the file's module read back from its MLIR text)."""
+    module = hlo_mlir.load((CORPUS / name).read_text(), filename=name)
+    first = module.to_hlo()
     second = hlo_mlir.load(first, filename=name + ".exported").to_hlo()
-    return first, second
+    through_mlir = hlo_mlir.load(module.to_mlir(), filename=name + ".mlir").to_hlo()
+    return first, second, through_mlir
 
 
 @pytest.mark.parametrize("name", FILES)
 def test_export_is_a_fixed_point(name: str) -> None:
-    first, second = exported(name)
+    first, second, _ = exported(name)
     assert first == second
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_mlir_text_keeps_layouts_and_bounds(name: str) -> None:
+    """The structured `hlo.shape` (dialects.layout) says all the shape text did: printed from its
+    MLIR text, the module is the same HLO text."""
+    first, _, through_mlir = exported(name)
+    assert through_mlir == first
 
 
 @pytest.fixture(scope="module")

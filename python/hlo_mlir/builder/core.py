@@ -22,7 +22,7 @@ from mlir.dialects import func
 
 import hlo_mlir
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import MODULE_NAME, NAME, SHAPE, edit, from_mlir_type, new_context, to_mlir_type
+from hlo_mlir.dialects import MODULE_NAME, NAME, SHAPE, edit, from_mlir_type, layout, new_context, to_mlir_type
 from hlo_mlir.dialects.attributes import quote
 from hlo_mlir.dialects.shape_rules import ShapeError, Signature, infer_result_type
 from hlo_mlir.frontend.literals import array_to_attr
@@ -151,9 +151,8 @@ class Value:
     def type(self) -> HloType:
         if self.builder.dropped:  # its IR is gone: reading it would crash the bindings
             raise user_error("value", f"computation '{self.builder.name}' {self.builder.closed}")
-        if isinstance(self.ir, ir.OpResult) and SHAPE in self.ir.owner.attributes:  # bounds: see emit
-            return _parse_type(ir.StringAttr(self.ir.owner.attributes[SHAPE]).value)
-        return from_mlir_type(self.ir.type)
+        # bounds: see emit
+        return layout.with_bounds(from_mlir_type(self.ir.type), edit.written(self.ir))
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -379,7 +378,7 @@ class Builder:
         with self.context, ir.InsertionPoint(self.block):
             extra = dict(mlir_attrs or {})
             if has_bounds(result):
-                extra[SHAPE] = ir.StringAttr.get(str(result))
+                extra[SHAPE] = layout.to_attr(layout.from_text(str(result)))
             try:
                 op = edit.create(opcode, [v.ir for v in operands], result, attrs, name=self.shared.fresh(opcode),
                                  loc=self._loc(loc), mlir_attrs=extra)

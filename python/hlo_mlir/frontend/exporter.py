@@ -1,6 +1,6 @@
 """MLIR `hlo` dialect -> HLO text that XLA's parser accepts and that means the same program.
 
-Names, layouts (`hlo.shape`) and every attribute are printed back; ops created by passes get
+Names, layouts and bounds (`hlo.shape`, printed from its structure: dialects.layout) and every attribute are printed back; ops created by passes get
 fresh unique names.
 """
 
@@ -13,13 +13,12 @@ from mlir import ir
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import (
     ASYNC_WRAPPED, BY_OP_NAME, ELIDED, MODULE_ATTRS, MODULE_NAME, NAME, POSITION, SHAPE, STACK_FRAMES, edit,
-    from_mlir_type,
+    from_mlir_type, layout,
 )
 from hlo_mlir.dialects.attributes import COMP, COMPS, kind_of
 from hlo_mlir.frontend import opviews  # noqa: F401  (op wrapping without failed imports)
 from hlo_mlir.frontend.literals import attr_to_array, format_literal
 from hlo_mlir.frontend.parser import no_gc
-from hlo_mlir.shape_text import strip_layouts
 from hlo_mlir.types import ArrayType, HloType, TupleType
 
 # XLA prints these after the op-specific attributes.
@@ -125,10 +124,11 @@ def _callees_first(order: list[str], calls: dict[str, list[str]]) -> list[str]:
 
 
 class _TypeTexts:
-    """HLO shape text of MLIR types, cached per export (str() of an MLIR type is not cheap)."""
+    """HLO shape text of MLIR types with their `hlo.shape` (dialects.layout), cached per export
+    (str() of an MLIR type is not cheap)."""
 
     def __init__(self) -> None:
-        self.plain: dict[ir.Type, str] = {}
+        self.texts: dict[tuple[ir.Type, ir.Attribute | None], str] = {}
         self.hlo: dict[ir.Type, HloType] = {}
 
     def hlo_type(self, t: ir.Type) -> HloType:
@@ -138,16 +138,12 @@ class _TypeTexts:
         return h
 
     def text(self, t: ir.Type, written: ir.Attribute | None) -> str:
-        plain = self.plain.get(t)
-        if plain is None:
-            plain = self.plain[t] = str(self.hlo_type(t))
-        if written is not None:
-            text = ir.StringAttr(written).value
-            # The written text (layouts, <= bounds) still describes the type: keep it.
-            bare = strip_layouts(text)
-            if bare == plain or bare.replace("<=", "") == plain:
-                return text
-        return plain
+        key = (t, written)
+        text = self.texts.get(key)
+        if text is None:
+            w = layout.from_attr(written) if written is not None else None
+            text = self.texts[key] = layout.text(self.hlo_type(t), w)
+        return text
 
 
 def _computation(fn: ir.Operation, names: _Names, types: _TypeTexts) -> tuple[list[str], list[str]]:

@@ -3,7 +3,7 @@
 Each HLO computation becomes a `func.func` symbol whose arguments are its parameters (numbered
 by `parameter(N)`) and whose `func.return` yields the ROOT.  Each instruction becomes one op
 named after its opcode, carrying its instruction name (`hlo.name`), its shape text when that
-has a layout or bounds (`hlo.shape`), its attributes under their HLO names, and a file:line:col
+has a layout or bounds (`hlo.shape`, structured: dialects.layout), its attributes under their HLO names, and a file:line:col
 location.  A parameter keeps its name, shape text, attributes and location on its block argument,
 and, when the parameters are not the leading instructions in number order (scheduled modules
 keep them where the schedule put them), its index among the computation's instructions
@@ -23,7 +23,7 @@ from mlir.dialects import func
 from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.dialects import (
     ASYNC_WRAPPED, ELIDED, MODULE_ATTRS, MODULE_NAME, NAME, OPCODES, POSITION, SHAPE, STACK_FRAMES, OpcodeInfo,
-    from_mlir_type, to_mlir_type,
+    from_mlir_type, layout, to_mlir_type,
 )
 from hlo_mlir.dialects.attributes import COMP, COMPS, KINDS, RAW, AttrError, kind_of
 from hlo_mlir.dialects.shape_rules import DECLARED_ONLY, ShapeError, Signature, infer_result_type
@@ -56,6 +56,7 @@ class _Gen:
         self.encoded: dict[tuple[str, str], ir.Attribute] = {}
         self.constants: dict[tuple[str, str], ir.Attribute] = {}  # by shape and literal text
         self.text_types: dict[str, ir.Type] = {}  # by array shape text: hashing an HloType is slow
+        self.shape_attrs: dict[str, ir.Attribute] = {}  # `hlo.shape` by shape text
         self.value_types: dict[str, ir.Type] = {}  # of the current computation's values
 
     # -- diagnostics -------------------------------------------------------------------------
@@ -83,6 +84,14 @@ class _Gen:
             return hit
         parts = [self.shape(e, depth + 1) for e in node.elements]
         return TupleType(tuple(t for t, _ in parts)), "(" + ", ".join(x for _, x in parts) + ")"
+
+    def shape_attr(self, text: str) -> ir.Attribute:
+        """The structured `hlo.shape` attribute (dialects.layout) of a checked shape text with a layout
+        or bounds, one per distinct text."""
+        hit = self.shape_attrs.get(text)
+        if hit is None:
+            hit = self.shape_attrs[text] = layout.to_attr(layout.from_text(text))
+        return hit
 
     def node_type(self, node: s.Shape) -> ir.Type:
         """The MLIR type of a shape node."""
@@ -205,7 +214,7 @@ class _Gen:
         for p, (_, text) in zip(ordered, param_types):
             d: dict[str, ir.Attribute] = {NAME: ir.StringAttr.get(p.name)}
             if has_layout_or_bounds(text):
-                d[SHAPE] = ir.StringAttr.get(text)
+                d[SHAPE] = self.shape_attr(text)
             if p.attributes:
                 d[MODULE_ATTRS] = ir.DictAttr.get(self.attributes(p.attributes))
             if not leading:
@@ -380,7 +389,7 @@ class _Gen:
             self.check_async(ins, info.opcode, operands, attrs)
         attrs[NAME] = ir.StringAttr.get(ins.name)
         if has_layout_or_bounds(shape_text):
-            attrs[SHAPE] = ir.StringAttr.get(shape_text)
+            attrs[SHAPE] = self.shape_attr(shape_text)
         if ins.opcode == "constant":
             self.constant(ins, result_type, attrs)
         mt = self.node_type(ins.shape) if ins.shape is not None else self.mlir_type(result_type)

@@ -17,12 +17,13 @@ from hlo_mlir.dialects import (
     SHAPE,
     STACK_FRAMES,
     from_mlir_type,
+    layout,
     opcode_of,
     source_location,
 )
 from hlo_mlir.dialects.attributes import Raw, kind_of
 
-_STRINGS = (NAME, SHAPE, MODULE_NAME, STACK_FRAMES)
+_STRINGS = (NAME, MODULE_NAME, STACK_FRAMES)
 
 
 def check_module(mod: ir.Module, filename: str, text: str) -> None:
@@ -109,6 +110,14 @@ def _check_attributes(attrs: dict[str, ir.Attribute], what: str, op: ir.Operatio
         if key in _STRINGS:
             if not _is_string(attr):
                 raise _error(f"{what}: attribute '{key}' must be a string, got {attr}", op, filename, text)
+            continue
+        if key == SHAPE:
+            try:
+                layout.from_attr(attr)
+            except (TypeError, ValueError) as e:
+                raise _error(f"{what}: attribute '{key}' must be a written layout and bounds ({layout.MINOR_TO_MAJOR}, "
+                             f"{layout.TILING}, {layout.BOUNDED}; an array of them for a tuple): {e}, got {attr}",
+                             op, filename, text) from None
             continue
         if key == MODULE_ATTRS:
             if not isinstance(attr, ir.DictAttr):

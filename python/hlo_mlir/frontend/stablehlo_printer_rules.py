@@ -9,7 +9,7 @@ from typing import Any
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects import SHAPE, opcode_of
+from hlo_mlir.dialects import edit, opcode_of
 from hlo_mlir.frontend.stablehlo_printer import (
     _array,
     _elements,
@@ -46,16 +46,9 @@ def _chlo(f: _Function, op: ir.Operation, attrs: dict[str, Any]) -> list[str]:
     return _simple(f, op, _CHLO[opcode_of(op)])
 
 
-def _shape_text(value: ir.Value) -> str:
-    """The HLO shape text (with its layout, if one was given) of a value."""
-    owner = value.owner
-    attrs = owner.attributes if isinstance(owner, ir.Operation) or hasattr(owner, "attributes") else None
-    if isinstance(value, ir.BlockArgument):
-        fn = value.owner.owner
-        arg_attrs = ir.ArrayAttr(fn.attributes["arg_attrs"])[value.arg_number] if "arg_attrs" in fn.attributes \
-            else None
-        attrs = ir.DictAttr(arg_attrs) if arg_attrs is not None else None
-    return ir.StringAttr(attrs[SHAPE]).value if attrs is not None and SHAPE in attrs else ""
+def _shape_text(value: ir.Value | ir.Operation) -> str:
+    """The HLO shape text (with its layout, if one was given) of a value or an op's result."""
+    return edit.shape_text(value) or ""
 
 
 def _minor_to_major(value_or_shape: str, rank: int) -> list[int]:
@@ -68,7 +61,7 @@ def _bitcast(f: _Function, op: ir.Operation, attrs: dict[str, Any]) -> list[str]
     """A layout-dependent reshape: to the operand's physical order (transpose), reshaped to the result's
     physical dims (a bitcast_convert first between element types of one width), back to its logical order."""
     src, res = ir.RankedTensorType(op.operands[0].type), ir.RankedTensorType(op.results[0].type)
-    result_shape = ir.StringAttr(op.attributes[SHAPE]).value if SHAPE in op.attributes else ""
+    result_shape = _shape_text(op)
     src_m2m = list(reversed(_minor_to_major(_shape_text(op.operands[0]), src.rank)))
     res_m2m = list(reversed(_minor_to_major(result_shape, res.rank)))
     value = f.name(op.operands[0])
@@ -420,7 +413,7 @@ def _custom_call(f: _Function, op: ir.Operation, attrs: dict[str, Any]) -> list[
     if constraints is not None:
         shapes = re.findall(r"[a-z0-9]+\[[0-9,]*\](?:\{[0-9,]*\})?", constraints)
         out["operand_layouts"] = "[" + ", ".join(_index_layout(_layout(s) or []) for s in shapes) + "]"
-        result_shape = ir.StringAttr(op.attributes[SHAPE]).value if SHAPE in op.attributes else ""
+        result_shape = _shape_text(op)
         results = re.findall(r"[a-z0-9]+\[[0-9,]*\](?:\{[0-9,]*\})?", result_shape)
         if results:
             out["result_layouts"] = "[" + ", ".join(_index_layout(_layout(s) or _default_layout(s))

@@ -108,18 +108,11 @@ def operand_layouts(op: OpView, n: int) -> list[tuple[int, ...] | None]:
 
 
 def result_layouts(op: OpView, n: int) -> list[tuple[int, ...] | None]:
-    """Layouts of the (flattened) result shape as written, e.g. `(f32[4,4]{0,1}, s32[])`; the
-    importer keeps that text in the `hlo.shape` attribute of the MLIR op behind the OpView."""
-    text = getattr(op, "shape_text", None)  # test doubles may give the text directly
-    mlir_op = getattr(op, "op", None)
-    if mlir_op is not None:
-        from mlir import ir
+    """Layouts of the (flattened) result shape as written, e.g. `(f32[4,4]{0,1}, s32[])`, read from the
+    `hlo.shape` the importer stored on the MLIR op behind the OpView."""
+    from hlo_mlir.dialects import edit
 
-        from hlo_mlir.dialects import SHAPE
-
-        if SHAPE in mlir_op.attributes:
-            text = ir.StringAttr(mlir_op.attributes[SHAPE]).value
-    found = _layouts(op, text)
+    found = edit.leaf_layouts(op.op)
     return (found + [None] * n)[:n]
 
 
