@@ -162,11 +162,11 @@ ENTRY e {{
 @pytest.mark.parametrize("seed", SEEDS)
 def test_pad_and_concatenate_via_hlo(seed: int) -> None:
     r, rng = random.Random(seed), np.random.default_rng(seed)
-    dims = rand_dims(r, 2, 1, 3)
-    lo, hi, interior = r.randint(0, 2), r.randint(-1, 1), r.randint(0, 1)
-    n = dims[1] + lo + hi + (dims[1] - 1) * interior
-    if n <= 0:
-        return
+    n = 0
+    while n <= 0:  # draw until the padded dimension is not empty
+        dims = rand_dims(r, 2, 1, 3)
+        lo, hi, interior = r.randint(0, 2), r.randint(-1, 1), r.randint(0, 1)
+        n = dims[1] + lo + hi + (dims[1] - 1) * interior
     text = f"""HloModule m
 ENTRY e {{
   p0 = {shape(dims)} parameter(0)

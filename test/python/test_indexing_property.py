@@ -106,11 +106,11 @@ def test_reshape_and_bitcast(seed: int) -> None:
 @pytest.mark.parametrize("seed", SEEDS)
 def test_pad(seed: int) -> None:
     r, rng = random.Random(seed), np.random.default_rng(seed)
-    dims = rand_dims(r, r.randint(1, 2))
-    padding = tuple((r.randint(-1, 2), r.randint(-1, 2), r.randint(0, 2)) for _ in dims)
-    out = tuple(n + lo + hi + (n - 1) * it for n, (lo, hi, it) in zip(dims, padding))
-    if min(out) <= 0:
-        return
+    out: tuple[int, ...] = (0,)
+    while min(out) <= 0:  # draw until the padded shape is not empty
+        dims = rand_dims(r, r.randint(1, 2))
+        padding = tuple((r.randint(-1, 2), r.randint(-1, 2), r.randint(0, 2)) for _ in dims)
+        out = tuple(n + lo + hi + (n - 1) * it for n, (lo, hi, it) in zip(dims, padding))
 
     def reference(a, v):
         full = [n + max(lo, 0) + max(hi, 0) + (n - 1) * it for n, (lo, hi, it) in zip(a.shape, padding)]
@@ -146,14 +146,16 @@ def test_concatenate_reduce_dot(seed: int) -> None:
 @pytest.mark.parametrize("seed", SEEDS)
 def test_reduce_window(seed: int) -> None:
     r, rng = random.Random(seed), np.random.default_rng(seed)
-    dims = rand_dims(r, r.randint(1, 2), 1, 5)
-    w = Window(*(tuple(v) for v in zip(*[
-        (r.randint(1, 3), r.randint(1, 2), r.randint(0, 1), r.randint(0, 1), r.randint(1, 2), r.randint(1, 2))
-        for _ in dims])), reversal=(False,) * len(dims))
-    padded = [n + lo + hi + (n - 1) * (bd - 1) for n, lo, hi, bd in zip(dims, w.pad_low, w.pad_high, w.lhs_dilate)]
-    out = tuple((p - ((s - 1) * wd + 1)) // st + 1 for p, s, wd, st in zip(padded, w.size, w.rhs_dilate, w.stride))
-    if min(out) <= 0:
-        return
+    out: tuple[int, ...] = (0,)
+    while min(out) <= 0:  # draw until some window fits
+        dims = rand_dims(r, r.randint(1, 2), 1, 5)
+        w = Window(*(tuple(v) for v in zip(*[
+            (r.randint(1, 3), r.randint(1, 2), r.randint(0, 1), r.randint(0, 1), r.randint(1, 2), r.randint(1, 2))
+            for _ in dims])), reversal=(False,) * len(dims))
+        padded = [n + lo + hi + (n - 1) * (bd - 1)
+                  for n, lo, hi, bd in zip(dims, w.pad_low, w.pad_high, w.lhs_dilate)]
+        out = tuple((p - ((s - 1) * wd + 1)) // st + 1
+                    for p, s, wd, st in zip(padded, w.size, w.rhs_dilate, w.stride))
 
     def reference(a, init):
         base = np.full(padded, init)
