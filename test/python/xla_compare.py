@@ -1,17 +1,63 @@
-"""Running one HLO text in our interpreter and in XLA, and comparing the results."""
+"""Running one HLO text in our interpreter and in XLA, and comparing the results; results computed once
+per pytest run (`run_once`) for the sweeps that ask for the same module on the same inputs."""
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
+import hashlib
+import os
+import pickle
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import hlo_mlir
-from hlo_mlir.oracle import run_xla, xla_available
+import numpy as np
+import pytest
+from hlo_mlir import oracle
+from hlo_mlir.oracle import xla_available
+
+RESULTS_ENV = "HLO_MLIR_TEST_RESULTS"  # the run's results directory (conftest makes it, xdist workers inherit it)
+
+
+def _key(tag: str, text: str, args: Sequence[Any]) -> str:
+    h = hashlib.sha256(f"{tag}|".encode() + text.encode())
+    for a in args:
+        arr = np.ascontiguousarray(a)
+        h.update(f"|{arr.dtype.str}{arr.dtype.name}{arr.shape}|".encode())
+        h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+def run_once(tag: str, text: str, args: Sequence[Any], compute: Callable[[], Any]) -> Any:
+    """`compute()` for (`tag`, module `text`, `args`), answered from this run's results directory when any test
+    of the run (on any xdist worker) computed it before. Nothing outlives the run, so a result never comes from
+    other code than the code under test; outside pytest (no directory) it just computes."""
+    directory = os.environ.get(RESULTS_ENV)
+    if not directory:
+        return compute()
+    path = Path(directory) / f"{_key(tag, text, args)}.pkl"
+    if path.exists():
+        with path.open("rb") as f:
+            return pickle.load(f)
+    result = compute()
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    with tmp.open("wb") as f:
+        pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, path)  # atomic: another worker never reads half a file
+    return result
+
+
+def interpret(text: str, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The interpreter's results for a freshly loaded `text` (its first run: rng state as loaded) on `args`,
+    computed once per run: the pass sweeps compare every pass's output with the same unchanged module, and
+    passes that leave a module unchanged print the same text."""
+    return run_once("interpreter", text, args,
+                    lambda: [np.asarray(v) for v in hlo_mlir.load(text).run(*args)])
 
 
 def e2e(text: str, *args: np.ndarray) -> tuple[list, list]:
     """Our interpreter and XLA CPU on the same HLO text."""
-    return hlo_mlir.load(text).run(*args), run_xla(text, list(args))
+    return hlo_mlir.load(text).run(*args), oracle.run_xla(text, list(args))
 
 
 def assert_outputs(ours: list, ref: list, tol: float = 0.0) -> None:
