@@ -19,15 +19,16 @@ XLA's conditions, mirrored:
   (a reshape of a reshape from the right shape is its operand; a transpose gets the inverse
   transpose, which `algebraic-simplify` cancels against an operand transpose, as in XLA) and R is
   applied to its result, which takes the instruction's name, written layout, metadata, frontend
-  attributes and sharding (the moved instruction keeps all but the sharding). The
-  instruction and what only it read are removed. Computations of fusions are left alone.
+  attributes and sharding (the moved instruction keeps all but the sharding). The instruction and
+  what only it read are removed. Computations of fusions are left alone. A `map` over every
+  dimension counts as elementwise, as in XLA.
 
 Results are unchanged: an elementwise op commutes with any rearrange of all its operands.
 Not done: elementwise instructions with a scalar operand (clamp, select) are left alone, where XLA
 would build a reshape of the scalar that its verifier rejects; elementwise loop fusions, which XLA
-also treats as elementwise, are not moved across (a `map` over all dimensions is); an instruction whose moved rearrange reads an
-array of a written non-default layout is left alone (XLA gives the moved instruction that layout), and
-so is one with a dynamic or bounded dimension; new inverse transposes get the default layout where XLA
+also treats as elementwise, are not moved across; an instruction whose moved rearrange reads an array
+of a written non-default layout is left alone (XLA gives the moved instruction that layout), and so
+is one with a dynamic or bounded dimension; new inverse transposes get the default layout where XLA
 permutes the operand's layout.
 """
 
