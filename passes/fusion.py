@@ -125,13 +125,16 @@ def _control_bound(fn: ir.Operation) -> set[str]:
     return out
 
 
-def _grow(group: _Group, fused: list[ir.Operation], duplicate: bool, bound: set[str]) -> None:
+def _grow(group: _Group, fused: set[ir.Operation], pinned: set[ir.Operation], duplicate: bool,
+          bound: set[str]) -> None:
+    """Pull producers into `group` (see the module docstring). `fused`: ops already in a group;
+    `pinned`: ops an earlier group's fusion will read (its inputs), which must stay where they are."""
     work = [group.root]
     while work:
         consumer = work.pop()
         for i, value in enumerate(consumer.operands):
             producer = edit.defining_op(value)
-            if producer is None or group.contains(producer) or any(producer == f for f in fused):
+            if producer is None or group.contains(producer) or producer in fused:
                 continue
             if not _fusible_producer(producer) or edit.name_of(producer) in bound:
                 continue
@@ -139,7 +142,7 @@ def _grow(group: _Group, fused: list[ir.Operation], duplicate: bool, bound: set[
             if _reads_many(consumer, i) and not cheap:
                 continue
             users = [u.owner for r in producer.results for u in r.uses]
-            if all(any(u.operation == m for m in group.moved) for u in users):
+            if producer not in pinned and all(any(u.operation == m for m in group.moved) for u in users):
                 group.moved.append(producer)
             elif cheap and duplicate:
                 group.copied.append(producer)
@@ -199,19 +202,25 @@ def _outline(module: ir.Module, fn: ir.Operation, group: _Group, names: edit.Nam
 
 def _producer_consumer(module: ir.Module, fn: ir.Operation, names: edit.Names, effectful: set[str],
                        duplicate: bool, created: set[str]) -> bool:
-    fused: list[ir.Operation] = []
+    fused: set[ir.Operation] = set()
+    pinned: set[ir.Operation] = set()
     groups: list[_Group] = []
     bound = _control_bound(fn)
     for op in reversed(list(edit.instructions(fn))):
-        if any(op == f for f in fused) or not _fusible_root(op) or edit.has_side_effect_deep(op, effectful):
+        if op in fused or not _fusible_root(op) or edit.has_side_effect_deep(op, effectful):
             continue
         if edit.name_of(op) in bound:
             continue
         group = _Group(op)
-        _grow(group, fused, duplicate, bound)
+        _grow(group, fused, pinned, duplicate, bound)
         if len(group.members()) < 2:
             continue
-        fused.extend(group.moved)
+        fused.update(group.moved)
+        # The fusion will read the operands of its copied producers too, which no instruction reads
+        # yet: a later group must not move (and so erase) their producers.
+        members = set(group.members())
+        pinned.update(p for m in group.members() for v in m.operands
+                      if (p := edit.defining_op(v)) is not None and p not in members)
         groups.append(group)
     for group in groups:
         _outline(module, fn, group, names, created)
