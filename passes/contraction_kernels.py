@@ -208,19 +208,18 @@ def _blocks(module: ir.Module) -> list[ir.Operation]:
 
 
 def fusion_barriers(module: ir.Module) -> None:
-    """Keep the blocks out of `linalg-fuse-elementwise-ops`: a block whose operand or result is not a slice
-    (the tile loops folded away) could have a producer fused into it, or be reshaped, as a new op without
-    its mark, i.e. without its kernel. Each such value gets a second use, a call of a `fusion_limit` barrier
-    function, which the pass leaves alone and `fusion_limit.remove` erases after it."""
+    """Keep the blocks out of `linalg-fuse-elementwise-ops`: once canonicalization folds tile loops of one
+    iteration, a block's operand or result can be its producer's or consumer's value itself, and the pass
+    would fuse a producer into it, or reshape it, as a new op without its mark, i.e. without its kernel.
+    Each operand and result gets a second use, a call of a `fusion_limit` barrier function (the folds carry
+    it over to the value that replaces a slice), which the pass leaves alone and `fusion_limit.remove`
+    erases after it."""
     from hlo_mlir.passes.fusion_limit import _PREFIX
 
     barriers: dict[str, str] = {}
     for op in _blocks(module):
-        inputs = [(v, ir.InsertionPoint(op)) for v in list(op.operands)[:2]
-                  if _owner(v) is not None and _owner(v).name != "tensor.extract_slice"]
-        results = [(r, ir.InsertionPoint.after(op)) for r in op.results
-                   if any(_owner_of_use(u) != "tensor.insert_slice" for u in r.uses)]
-        for v, at in inputs + results:
+        inputs = [(v, ir.InsertionPoint(op)) for v in list(op.operands)[:2] if _owner(v) is not None]
+        for v, at in [*inputs, *((r, ir.InsertionPoint.after(op)) for r in op.results)]:
             name = barriers.get(str(v.type))
             if name is None:
                 name = barriers[str(v.type)] = f"{_PREFIX}block{len(barriers)}"
@@ -228,10 +227,6 @@ def fusion_barriers(module: ir.Module) -> None:
                     func.FuncOp(name, ([v.type], []), visibility="private")
             with at, op.location:
                 func.CallOp([], ir.FlatSymbolRefAttr.get(name), [v])
-
-
-def _owner_of_use(use: ir.OpOperand) -> str:
-    return getattr(use.owner, "operation", use.owner).name
 
 
 def call(module: ir.Module) -> None:

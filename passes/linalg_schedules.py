@@ -158,16 +158,22 @@ def apply(module: ir.Module) -> None:
         if not marked:
             return
         body = ""
+        vectorized = False
         for i, op in enumerate(marked):
             levels = _levels(op.attributes[ATTR])
             roles = contraction_kernels.roles(op, levels)
             if roles is None:
                 body += _op_script(i, levels, _fusable_fill(op, levels[0]))
+                vectorized = True
             else:  # the outer levels here, the register tile in the library
                 contraction_kernels.mark_block(op, roles, i)
                 body += _op_script(i, levels[:-1], None, sums=set(contraction_kernels.reductions(op)))
             del op.attributes[ATTR]
             op.attributes[f"hlo_jit.sched{i}"] = ir.UnitAttr.get()
+        if not vectorized:  # library blocks only: no vector code to clean up and lower
+            _run_script(module, body)
+            contraction_kernels.fusion_barriers(module)
+            return
         _run_script(module, body + _VECTORIZED)
         contraction_kernels.fusion_barriers(module)
         _broadcast_rows(module)
