@@ -22,9 +22,14 @@ run: $(STAMP)
 lit: $(STAMP)
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/lit -sv test
 
+# lit runs beside pytest (its report printed after pytest's): each fills the cores the other leaves idle
+# (pytest's collection, its last long tests). worksteal hands the long tests of a file to an idle worker.
 test: $(STAMP)
-	$(VENV)/bin/pytest -q -n auto
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/lit -s test
+	@log=$$(mktemp); \
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/lit -s test >$$log 2>&1 & lit=$$!; \
+	$(VENV)/bin/pytest -q -n auto --dist worksteal; pytest_rc=$$?; \
+	wait $$lit; lit_rc=$$?; echo "--- lit:"; cat $$log; rm -f $$log; \
+	test $$pytest_rc = 0 && test $$lit_rc = 0
 
 bench: $(STAMP)
 	$(PY) bench/parse_bench.py

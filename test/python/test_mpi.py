@@ -64,19 +64,27 @@ def _write_inputs(name: str, where: Path) -> list[list[np.ndarray]]:
 
 @pytest.fixture(scope="module")
 def expected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[list[np.ndarray]]]:
-    """XLA's outputs per file and device (one XLA process per device count)."""
+    """XLA's outputs per file and device (one XLA process per device count, once per pytest run: the
+    xdist workers that run tests of this file share them through `run_once`, keyed by texts and inputs)."""
+    from xla_compare import run_once  # here: run as the XLA script, this file sets XLA_FLAGS before imports
+
     root = tmp_path_factory.mktemp("mpi")
     out: dict[str, list[list[np.ndarray]]] = {}
     for n in sorted({devices_of(f) for f in FILES}):
         names = [f for f in FILES if devices_of(f) == n]
+        inputs = []
         for f in names:
             (root / f).mkdir()
-            _write_inputs(f, root / f)
-        proc = subprocess.run([sys.executable, __file__, "oracle", str(n), str(root), *names], capture_output=True, check=False,
-                              text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        for f in names:
-            out[f] = [_npz(root / f / f"xla.{d}.npz") for d in range(n)]
+            inputs += [a for device in _write_inputs(f, root / f) for a in device]
+
+        def xla(n: int = n, names: list[str] = names) -> dict[str, list[list[np.ndarray]]]:
+            proc = subprocess.run([sys.executable, __file__, "oracle", str(n), str(root), *names], capture_output=True,
+                                  check=False, text=True, timeout=600)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            return {f: [_npz(root / f / f"xla.{d}.npz") for d in range(n)] for f in names}
+
+        texts = "".join(f"{f}\n{(CORPUS / f).read_text()}" for f in names)
+        out.update(run_once(f"mpi-xla-n{n}", texts, inputs, xla))
     out["root"] = root  # type: ignore[assignment]
     return out
 

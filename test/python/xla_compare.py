@@ -3,6 +3,7 @@ per pytest run (`run_once`) for the sweeps that ask for the same module on the s
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import pickle
@@ -31,19 +32,22 @@ def _key(tag: str, text: str, args: Sequence[Any]) -> str:
 def run_once(tag: str, text: str, args: Sequence[Any], compute: Callable[[], Any]) -> Any:
     """`compute()` for (`tag`, module `text`, `args`), answered from this run's results directory when any test
     of the run (on any xdist worker) computed it before. Nothing outlives the run, so a result never comes from
-    other code than the code under test; outside pytest (no directory) it just computes."""
+    other code than the code under test; outside pytest (no directory) it just computes. A worker asking for
+    what another is computing waits for it (a lock per key) rather than computing it as well."""
     directory = os.environ.get(RESULTS_ENV)
     if not directory:
         return compute()
     path = Path(directory) / f"{_key(tag, text, args)}.pkl"
-    if path.exists():
-        with path.open("rb") as f:
-            return pickle.load(f)
-    result = compute()
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    with tmp.open("wb") as f:
-        pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, path)  # atomic: another worker never reads half a file
+    with path.with_suffix(".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when compute() raises
+        if path.exists():
+            with path.open("rb") as f:
+                return pickle.load(f)
+        result = compute()
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        with tmp.open("wb") as f:
+            pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)  # atomic: a reader never sees half a file
     return result
 
 
