@@ -115,6 +115,18 @@ MODULES = {
   p1 = s32[3] parameter(1)
   t = (f32[4,8], s32[3]) tuple(p0, p1)
   ROOT r = s32[3] get-tuple-element(t), index=1""",
+    "reduce-window": """
+  p0 = f32[7,5] parameter(0)
+  c = f32[] parameter(1)
+  ROOT r = f32[4,8] reduce-window(p0, c), window={size=3x2 stride=2x1 pad=1_1x0_1 lhs_dilate=1x2 rhs_dilate=1x2},
+    to_apply=add""",
+    "reduce-window-variadic": """
+  p0 = f32[5,3] parameter(0)
+  p1 = s32[5,3] parameter(1)
+  c0 = f32[] constant(0)
+  c1 = s32[] constant(0)
+  ROOT r = (f32[2,3], s32[2,3]) reduce-window(p0, p1, c0, c1), window={size=2x1 stride=2x1 pad=0_0x0_0},
+    to_apply=add2""",
     "gather": """
   p0 = f32[5,6] parameter(0)
   i = s32[3,2] parameter(1)
@@ -135,6 +147,20 @@ callee {
   unused = f32[5] parameter(2)
   t = f32[4,8] transpose(b), dimensions={1,0}
   ROOT sum = f32[4,8] add(a, t)
+}
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+add2 {
+  a = f32[] parameter(0)
+  b = s32[] parameter(1)
+  x = f32[] parameter(2)
+  y = s32[] parameter(3)
+  s0 = f32[] add(a, x)
+  s1 = s32[] add(b, y)
+  ROOT t = (f32[], s32[]) tuple(s0, s1)
 }
 less {
   x = f32[] parameter(0)
@@ -223,7 +249,7 @@ def test_dynamic_update_slice_update_lands_at_the_offsets() -> None:
     ]
 
 
-POISONED = ["batch-norm-training", "batch-norm-grad", "batch-norm-inference", "call", "pad"]
+POISONED = ["batch-norm-training", "batch-norm-grad", "batch-norm-inference", "call", "pad", "reduce-window"]
 
 
 @pytest.mark.parametrize("opcode", POISONED)
