@@ -4,6 +4,9 @@ An instruction is dead when its result has no users and executing it is unobserv
 side effect of its own and calls no computation that has one (transitively). ROOTs are used by
 the `return`, so they stay; parameters are never removed (that would change signatures). A
 non-entry computation is dead when no live computation calls it; the entry always lives.
+A removed instruction that others name in `control-predecessors` hands its own control predecessors
+on to them (as XLA's SafelyDropAllControlDependencies), so the order it stood in stays and no name
+dangles.
 """
 
 from __future__ import annotations
@@ -17,12 +20,27 @@ from hlo_mlir.dialects import edit
 
 def _remove_dead_instructions(fn: ir.Operation, effectful: set[str]) -> bool:
     changed = False
-    for op in reversed(list(edit.instructions(fn))):
+    ops = list(edit.instructions(fn))
+    ordered = [op for op in ops if edit.CONTROL_PREDECESSORS in op.attributes]
+    for op in reversed(ops):
         if any(len(list(r.uses)) for r in op.results) or edit.has_side_effect_deep(op, effectful):
             continue
+        if ordered:
+            _relay_control_dependencies(op, ordered)
+            ordered = [o for o in ordered if o is not op]
         op.erase()
         changed = True
     return changed
+
+
+def _relay_control_dependencies(op: ir.Operation, ordered: list[ir.Operation]) -> None:
+    """The instructions of `ordered` (those with control predecessors) naming `op` name its control
+    predecessors instead."""
+    name, inherited = edit.name_of(op), edit.control_predecessors(op)
+    for other in ordered:
+        if other is not op and name in (preds := edit.control_predecessors(other)):
+            at = preds.index(name)
+            edit.set_control_predecessors(other, preds[:at] + inherited + preds[at + 1:])
 
 
 def _remove_dead_computations(module: ir.Module) -> bool:
