@@ -14,7 +14,7 @@ import numpy as np
 from mlir import ir
 
 from hlo_mlir.dialects import edit, opcode_of
-from hlo_mlir.interpreter.ops_control import constant_value
+from hlo_mlir.dialects.instruction import Instruction
 
 
 def _known_branch(op: ir.Operation, n_branches: int) -> int | None:
@@ -22,9 +22,10 @@ def _known_branch(op: ir.Operation, n_branches: int) -> int | None:
     if n_branches == 1:
         return 0
     selector = edit.defining_op(op.operands[0])
-    if selector is None or opcode_of(selector) != "constant" or "value" not in selector.attributes:
+    found = Instruction(selector).constant if selector is not None else None
+    if found is None:
         return None
-    value = np.asarray(constant_value(selector.attributes["value"], edit.type_of(op.operands[0])))
+    value = np.asarray(found)
     if value.dtype == np.bool_:
         return 0 if bool(value) else 1  # true_computation first, as the attributes list them
     index = int(value)

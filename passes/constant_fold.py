@@ -13,6 +13,7 @@ instruction's name, location and layout.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -21,9 +22,9 @@ from mlir import ir
 import hlo_mlir.interpreter  # noqa: F401  (registers the kernels)
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import edit, opcode_of
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.frontend.literals import array_to_attr
 from hlo_mlir.interpreter.evaluator import Interpreter, OpInfo, Program, compile_function
-from hlo_mlir.interpreter.ops_control import constant_value
 from hlo_mlir.interpreter.registry import KERNELS, InterpreterError
 from hlo_mlir.types import ArrayType
 
@@ -74,14 +75,10 @@ def _constant_operand(value: ir.Value) -> ir.Operation | None:
 
 
 def _evaluate(op: ir.Operation, producers: list[ir.Operation], interp: _LazyInterpreter) -> Any:
-    opcode = opcode_of(op)
-    info = OpInfo(
-        op, opcode, edit.name_of(op), edit.type_of(op.results[0]), tuple(edit.type_of(v) for v in op.operands),
-        "<constant-fold>", edit.layout_of(op), tuple(edit.layout_of(p) for p in producers),
-    )
-    args = [constant_value(p.attributes["value"], edit.type_of(p.results[0])) for p in producers]
+    info = replace(OpInfo.of(Instruction(op)), location="<constant-fold>", source=None)
+    args = [Instruction(p).constant for p in producers]
     with np.errstate(all="ignore"):  # inf/nan results are folded like any other value
-        return KERNELS[opcode](info, args, interp)
+        return KERNELS[info.opcode](info, args, interp)
 
 
 def _fold(op: ir.Operation, interp: _LazyInterpreter, effectful: set[str], limit: int) -> bool:

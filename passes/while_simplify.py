@@ -22,7 +22,7 @@ import numpy as np
 from mlir import ir
 
 from hlo_mlir.dialects import edit, opcode_of
-from hlo_mlir.interpreter.ops_control import constant_value
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.types import ArrayType, TupleType
 
 _COMPARE = {
@@ -32,12 +32,7 @@ _COMPARE = {
 
 def _scalar_constant(value: ir.Value) -> np.generic | None:
     op = edit.defining_op(value)
-    if op is None or opcode_of(op) != "constant" or "value" not in op.attributes:
-        return None
-    t = edit.type_of(value)
-    if not isinstance(t, ArrayType) or t.dims:
-        return None
-    return np.asarray(constant_value(op.attributes["value"], t))[()]
+    return Instruction(op).scalar() if op is not None else None
 
 
 def _reads_ivar(value: ir.Value, fn: ir.Operation, index: int | None) -> bool:

@@ -12,7 +12,7 @@ from mlir import ir
 from hlo_mlir.dialects import edit, opcode_of, traits
 from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.frontend.literals import array_to_attr
-from hlo_mlir.interpreter.ops_control import constant_value
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.types import ArrayType
 
 # Constants larger than this are not read to test for a splat or a small value.
@@ -101,7 +101,7 @@ def constant_data(value: ir.Value) -> np.ndarray | None:
         return None
     if t.num_elements > MAX_CONSTANT_ELEMENTS:
         return None
-    return np.asarray(constant_value(op.attributes["value"], t))
+    return np.asarray(Instruction(op).constant)
 
 
 def splat(value: ir.Value) -> object | None:

@@ -21,7 +21,8 @@ from mlir.dialects import func
 
 from hlo_mlir import io
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects import NAME, edit, from_mlir_type, source_location
+from hlo_mlir.dialects import NAME, edit, from_mlir_type
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.frontend.ir_gen import MODULE_NAME
 from hlo_mlir.module import Module
 from hlo_mlir.types import HloType, TokenType, TupleType
@@ -97,8 +98,7 @@ def _name(value: ir.Value, param_names: list[str]) -> str:
 
 
 def _location(op: ir.Operation) -> str:
-    found = source_location(op.location)
-    return "{}:{}:{}".format(*found) if found else "<unknown>"
+    return Instruction(op).location_text
 
 
 def _extract(module: Module, entry: ir.Operation, op: ir.Operation, operands: list[ir.Value],

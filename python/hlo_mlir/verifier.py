@@ -11,15 +11,15 @@ from typing import Any
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import ASYNC_WRAPPED, edit, from_mlir_type, layout, opcode_of, source_location
-from hlo_mlir.dialects.attributes import KINDS, Comp, Comps, decode_all, kind_of
+from hlo_mlir.dialects import edit, from_mlir_type, layout, opcode_of
+from hlo_mlir.dialects.attributes import KINDS, Comp, Comps, kind_of
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.dialects.shape_rules import ShapeError, Signature, infer_result_type
 from hlo_mlir.types import HloType, TupleType
 
 def op_location(op: ir.Operation) -> SourceLocation | None:
     """The file:line:col an op was imported from (None for ops without a file location)."""
-    found = source_location(op.location)
-    return SourceLocation(*found) if found else None
+    return Instruction(op).location
 
 
 # A key keeps its context alive, so a cached type can't be mistaken for a later context's type;
@@ -110,16 +110,14 @@ def verify_op(
     op: ir.Operation, computations: dict[str, Signature], memo: dict[ir.Value, HloType] | None = None
 ) -> HloType | None:
     """Checks one op; returns its inferred type (None for ops outside the dialect). Raises ShapeError."""
-    opcode = opcode_of(op)
-    if not opcode:
+    inst = Instruction(op)
+    if not inst.opcode:
         return None
     operands = [value_type(v, memo) for v in op.operands]
-    attrs: dict[str, Any] = decode_all(op.attributes)
     declared = value_type(op.results[0], memo) if len(op.results) == 1 else None
-    if opcode == "async-start" and ASYNC_WRAPPED in op.attributes:
-        return _wrapped_async_start(ir.StringAttr(op.attributes[ASYNC_WRAPPED]).value, operands, attrs,
-                                    computations, declared)
-    return infer_result_type(opcode, operands, attrs, computations, declared)
+    if inst.opcode == "async-start" and inst.wrapped_opcode:
+        return _wrapped_async_start(inst.wrapped_opcode, operands, inst.attrs, computations, declared)
+    return infer_result_type(inst.opcode, operands, inst.attrs, computations, declared)
 
 
 def _wrapped_async_start(wrapped: str, operands: list[HloType], attrs: dict[str, Any],

@@ -82,3 +82,16 @@ def test_malformed_attribute_in_mlir_input_is_located(bad: str) -> None:
             "    return %0 : tensor<2xf32>\n  }\n}\n")
     with pytest.raises(HloError, match="attribute 'hlo.shape' must be a written layout"):
         load(text, filename="m.mlir")
+
+
+def test_stablehlo_custom_call_result_layouts_from_the_structure() -> None:
+    """Each result leaf's layout, tiled or bounded too (the text regex took `{0,1:T(2)}` for no layout,
+    printing the default [1, 0], and skipped `<=` leaves)."""
+    from hlo_mlir.frontend.stablehlo import module_to_stablehlo
+
+    m = load("HloModule m\nENTRY e {\n  p = f32[2,3]{0,1} parameter(0)\n"
+             "  ROOT c = (f32[3,2]{0,1:T(2)}, f32[<=2]{0}) custom-call(p), custom_call_target=\"foo\", "
+             "operand_layout_constraints={f32[2,3]{1,0}}\n}\n")
+    with m.context:
+        text = module_to_stablehlo(m.mlir)
+    assert "result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<[0]> : tensor<1xindex>]" in text

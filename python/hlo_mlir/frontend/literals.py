@@ -6,10 +6,11 @@ import math
 import re
 
 import numpy as np
-from mlir import ir
 
+# array_to_attr, attr_to_array: imported from here by the front end, builder and passes too
+from hlo_mlir.dialects.constants import array_to_attr, attr_to_array, float_of_text  # noqa: F401
 from hlo_mlir.syntax import Literal
-from hlo_mlir.types import BY_HLO, ArrayType, ElementType
+from hlo_mlir.types import ArrayType, ElementType
 
 _BOOL_WORDS = {"true": True, "false": False}
 
@@ -18,14 +19,6 @@ class LiteralError(ValueError):
     def __init__(self, message: str, lit: Literal) -> None:
         super().__init__(message)
         self.lit = lit
-
-
-def _float(text: str) -> float:
-    """A floating-point literal's value; an integer token is an integer first, as in XLA's lexer, so
-    `-0` is +0.0 (only `-0.0` is negative zero).  A NaN payload (`-nan(0x7f)`) is set by `_set_payloads`."""
-    if text[-1] == ")":
-        text = text[: text.index("(")]
-    return float(int(text)) if re.fullmatch(r"[-+]?[0-9]+", text) else float(text)
 
 
 # IEEE-like types whose NaNs carry a payload in the mantissa, as XLA reads and prints them.
@@ -92,7 +85,7 @@ def _scalar(lit: Literal, et: ElementType) -> object:
             raise LiteralError(f"value {value} is out of range for {et.hlo} [{lo}, {hi}]", lit)
         return value
     try:
-        value = _float(text)
+        value = float_of_text(text)
     except ValueError:
         raise LiteralError(f"expected a number for {et.hlo}, got '{text}'", lit) from None
     _check_float_text(lit, et)
@@ -138,7 +131,7 @@ def literal_to_array(lit: Literal, t: ArrayType) -> np.ndarray:
                 try:
                     row = [fast(x) for x in items]
                     if fast is float and _NEGATIVE_INT_ZERO.search(inner):  # `-0` is +0.0 (see _float)
-                        row = [_float(x.strip()) if v == 0 else v for x, v in zip(items, row)]
+                        row = [float_of_text(x.strip()) if v == 0 else v for x, v in zip(items, row)]
                 except ValueError:
                     row = None
                 if row is not None and (
@@ -200,88 +193,6 @@ def _nth_scalar(lit: Literal, index: int) -> Literal:
     return lit
 
 
-def _component(t: ArrayType) -> ArrayType:
-    """Complex constants are stored as (re, im) pairs of the component type in a trailing
-    dimension: the Python bindings abort the process on a complex DenseElementsAttr."""
-    return ArrayType(BY_HLO["f64" if t.element.hlo == "c128" else "f32"], (*t.dims, 2))
-
-
-def array_to_attr(arr: np.ndarray, t: ArrayType) -> ir.Attribute:
-    """A DenseElementsAttr of the MLIR element type of `t` (see `_component` for complex)."""
-    if t.element.is_complex:
-        c = _component(t)
-        return array_to_attr(np.ascontiguousarray(arr.astype(t.dtype)).view(c.dtype).reshape(c.dims), c)
-    elem = ir.Type.parse(t.element.mlir)
-    if t.element.is_pred:
-        packed = np.packbits(arr.astype(np.bool_).ravel(), bitorder="little")
-        return ir.DenseElementsAttr.get(packed, type=elem, shape=list(t.dims))
-    data = np.ascontiguousarray(arr.astype(t.dtype))
-    if data.size == 0 or data.ndim == 0:
-        data = data.reshape(t.dims)
-    return ir.DenseElementsAttr.get(data, type=elem, shape=list(t.dims))
-
-
-def attr_to_array(attr: ir.Attribute, t: ArrayType) -> np.ndarray:
-    """Values of a DenseElementsAttr as an array of `t`'s dtype."""
-    if t.element.is_complex:
-        return np.ascontiguousarray(attr_to_array(attr, _component(t))).view(t.dtype).reshape(t.dims)
-    # The class matching the element type first: a failed cast prints the attribute into its message.
-    classes = (ir.DenseFPElementsAttr, ir.DenseIntElementsAttr) if t.element.is_float else (
-        ir.DenseIntElementsAttr, ir.DenseFPElementsAttr)
-    for cls in classes:
-        try:
-            dense = cls(attr)
-        except (ValueError, TypeError):
-            continue
-        if dense.is_splat:
-            value = _splat_value(dense.get_splat_value(), t)
-            if value is not None:
-                return np.full(t.dims, value, t.dtype)
-            break
-        try:
-            return np.asarray(dense).astype(t.dtype).reshape(t.dims)
-        except (ValueError, TypeError):
-            break
-    text = str(attr).rsplit(" : ", 1)[0]
-    if text.startswith('dense<"0x'):  # large attributes print as one hex blob of the raw little-endian data
-        data = np.frombuffer(bytes.fromhex(text[9 : text.index('"', 9)]), dtype=t.dtype)
-        return (data if data.size == t.num_elements else np.full(t.num_elements, data[0])).reshape(t.dims)
-    values = _text_values(text, t)
-    if len(values) == 1 and t.num_elements != 1:
-        return np.full(t.dims, values[0], dtype=t.dtype)
-    return np.array(values).astype(t.dtype).reshape(t.dims)
-
-
-def _splat_value(attr: ir.Attribute, t: ArrayType) -> np.generic | None:
-    """The one value of a splat (scalar constants are splats) without printing the attribute; None
-    for a NaN (its payload needs the printed bits)."""
-    if t.element.is_pred:
-        return None
-    try:
-        x = ir.FloatAttr(attr).value
-    except ValueError:
-        return np.array(ir.IntegerAttr(attr).value, np.int64).astype(t.dtype)[()] if t.element.is_integer else None
-    return None if math.isnan(x) else np.array(x, np.float64).astype(t.dtype)[()]
-
-
-_NUM = re.compile(r"0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)|true|false")
-
-
-def _text_values(text: str, t: ArrayType) -> list[object]:
-    """Slow path for what the bindings can't expose as buffers (bf16, f8, i4, splats)."""
-    et = t.element
-    bits = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[t.dtype.itemsize]
-
-    def value(tok: str) -> object:
-        if tok in ("true", "false"):
-            return tok == "true"
-        if tok.startswith("0x"):
-            return np.array(int(tok, 16), dtype=bits).view(t.dtype)[()]
-        return int(tok) if et.is_integer else _float(tok)
-
-    return [value(tok) for tok in _NUM.findall(text.split("<", 1)[1] if "<" in text else text)]
-
-
 def format_scalar(v: np.generic, et: ElementType) -> str:
     """One element in XLA's literal syntax; floats in their own precision's shortest form."""
     if et.is_pred:
@@ -289,13 +200,13 @@ def format_scalar(v: np.generic, et: ElementType) -> str:
     if et.is_complex:
         part = np.float32 if et.hlo == "c64" else np.float64
         c = complex(v)
-        return f"({_fmt_float(part(c.real))}, {_fmt_float(part(c.imag))})"
+        return f"({_fmtfloat_of_text(part(c.real))}, {_fmtfloat_of_text(part(c.imag))})"
     if et.is_integer:
         return str(int(v))
-    return _fmt_float(v)
+    return _fmtfloat_of_text(v)
 
 
-def _fmt_float(x: np.generic) -> str:
+def _fmtfloat_of_text(x: np.generic) -> str:
     """The shortest text that reads back as the same value of x's type (`-nan` keeps its sign; negative
     zero is `-0.0`, since an integer token `-0` reads back as +0)."""
     with np.errstate(invalid="ignore"):  # a signaling NaN (a payload without the quiet bit) warns

@@ -21,9 +21,10 @@ from typing import Any
 
 from mlir import ir
 
-from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import MODULE_ATTRS, MODULE_NAME, NAME, opcode_of, source_location
+from hlo_mlir.diagnostics import HloError
+from hlo_mlir.dialects import MODULE_ATTRS, MODULE_NAME, NAME, opcode_of
 from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.frontend.stablehlo_reader import tuple_elements
 
 # Attributes no rule needs to read: kept as StableHLO attributes, or debug information.
@@ -183,8 +184,7 @@ def _quote(text: str) -> str:
 
 
 def _error(op: ir.Operation, message: str) -> HloError:
-    found = source_location(op.location)
-    return HloError(message, SourceLocation(*found) if found else None)
+    return HloError(message, Instruction(op).location)
 
 
 def _print_op(f: _Function, op: ir.Operation) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects import edit, opcode_of
+from hlo_mlir.dialects import edit, from_mlir_type, opcode_of
 from hlo_mlir.frontend.stablehlo_printer import (
     _array,
     _elements,
@@ -25,6 +25,7 @@ from hlo_mlir.frontend.stablehlo_printer import (
     _symbol,
     _type,
 )
+from hlo_mlir.types import ArrayType, HloType, flatten
 
 _CHLO = {"erf": "chlo.erf", "sinh": "chlo.sinh", "cosh": "chlo.cosh", "asin": "chlo.asin", "acos": "chlo.acos",
          "atan": "chlo.atan", "asinh": "chlo.asinh", "acosh": "chlo.acosh", "atanh": "chlo.atanh"}
@@ -46,14 +47,10 @@ def _chlo(f: _Function, op: ir.Operation, attrs: dict[str, Any]) -> list[str]:
     return _simple(f, op, _CHLO[opcode_of(op)])
 
 
-def _shape_text(value: ir.Value | ir.Operation) -> str:
-    """The HLO shape text (with its layout, if one was given) of a value or an op's result."""
-    return edit.shape_text(value) or ""
-
-
-def _minor_to_major(value_or_shape: str, rank: int) -> list[int]:
-    layout = _layout(value_or_shape)
-    return layout if layout is not None and len(layout) == rank else list(range(rank - 1, -1, -1))
+def _minor_to_major(value: ir.Value | ir.Operation, rank: int) -> list[int]:
+    """The layout written for a value or an op's result (dialects.layout), else the default one."""
+    layout = edit.layout_of(value)
+    return list(layout) if layout is not None else list(range(rank - 1, -1, -1))
 
 
 @_rule("bitcast")
@@ -61,9 +58,8 @@ def _bitcast(f: _Function, op: ir.Operation, attrs: dict[str, Any]) -> list[str]
     """A layout-dependent reshape: to the operand's physical order (transpose), reshaped to the result's
     physical dims (a bitcast_convert first between element types of one width), back to its logical order."""
     src, res = ir.RankedTensorType(op.operands[0].type), ir.RankedTensorType(op.results[0].type)
-    result_shape = _shape_text(op)
-    src_m2m = list(reversed(_minor_to_major(_shape_text(op.operands[0]), src.rank)))
-    res_m2m = list(reversed(_minor_to_major(result_shape, res.rank)))
+    src_m2m = list(reversed(_minor_to_major(op.operands[0], src.rank)))
+    res_m2m = list(reversed(_minor_to_major(op, res.rank)))
     value = f.name(op.operands[0])
     phys_dims = [src.shape[d] for d in src_m2m]
     phys = f.op("stablehlo.transpose", [value], [_type(src)], [_tensor(phys_dims, src.element_type)],
@@ -413,11 +409,11 @@ def _custom_call(f: _Function, op: ir.Operation, attrs: dict[str, Any]) -> list[
     if constraints is not None:
         shapes = re.findall(r"[a-z0-9]+\[[0-9,]*\](?:\{[0-9,]*\})?", constraints)
         out["operand_layouts"] = "[" + ", ".join(_index_layout(_layout(s) or []) for s in shapes) + "]"
-        result_shape = _shape_text(op)
-        results = re.findall(r"[a-z0-9]+\[[0-9,]*\](?:\{[0-9,]*\})?", result_shape)
-        if results:
-            out["result_layouts"] = "[" + ", ".join(_index_layout(_layout(s) or _default_layout(s))
-                                                    for s in results) + "]"
+        if edit.written(op) is not None:  # the result's layouts, where the text wrote them
+            leaves = flatten(from_mlir_type(op.results[0].type))
+            out["result_layouts"] = "[" + ", ".join(
+                _index_layout(list(m2m) if m2m is not None else _default_layout(t))
+                for m2m, t in zip(edit.leaf_layouts(op), leaves)) + "]"
     aliasing = attrs.pop("output_to_operand_aliasing", None)
     if aliasing:
         aliases = re.findall(r"\{([0-9,]*)\}:\s*\((\d+),\s*\{([0-9,]*)\}\)", aliasing)
@@ -427,8 +423,8 @@ def _custom_call(f: _Function, op: ir.Operation, attrs: dict[str, Any]) -> list[
     return _several(f, op, "stablehlo.custom_call", out)
 
 
-def _default_layout(shape: str) -> list[int]:
-    rank = len([d for d in shape.split("[")[1].rstrip("]").split(",") if d])
+def _default_layout(t: HloType) -> list[int]:
+    rank = t.rank if isinstance(t, ArrayType) else 0
     return list(range(rank - 1, -1, -1))
 
 

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Any, Callable, Sequence
 
 import numpy as np
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects import ASYNC_WRAPPED, BY_OP_NAME, NAME, edit, from_mlir_type, source_location, traits
-from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.dialects import BY_OP_NAME, NAME, edit, from_mlir_type, traits
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.dialects.traits import ELEMENTWISE
 from hlo_mlir.interpreter import contraction, denormals, dynamic_sizes
 from hlo_mlir.interpreter.registry import KERNELS, InterpreterError, Kernel, Value
@@ -31,9 +30,10 @@ _BATCHABLE = ELEMENTWISE | {"bitcast-convert", "constant", "tuple", "get-tuple-e
 
 @dataclass
 class OpInfo:
-    """One instruction as kernels see it (implements registry.OpView)."""
+    """One instruction as kernels see it (implements registry.OpView): the instruction view's facts,
+    with a result type a batched run may widen."""
 
-    op: ir.Operation
+    instruction: Instruction
     opcode: str
     name: str
     result_type: HloType
@@ -44,35 +44,32 @@ class OpInfo:
     operand_layouts: tuple[tuple[int, ...] | None, ...] = ()
     source: tuple[str, int, int] | None = None  # (file, line, col) of `location`
 
-    @cached_property
-    def attrs(self) -> dict[str, Any]:
-        return decode_all(self.op.attributes)
+    @classmethod
+    def of(cls, inst: Instruction) -> "OpInfo":
+        return cls(inst, inst.opcode, inst.name, inst.static_type, inst.operand_types, inst.location_text,
+                   inst.layout, inst.operand_layouts, inst.source)
 
-    @cached_property
+    @property
+    def op(self) -> ir.Operation:
+        return self.instruction.op
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return self.instruction.attrs
+
+    @property
     def constant(self) -> Value | None:
         """A constant's value, decoded once (None when the text elided it)."""
-        from hlo_mlir.interpreter.ops_control import constant_value
-
-        if "value" not in self.op.attributes:
-            return None
-        return constant_value(self.op.attributes["value"], from_mlir_type(self.op.results[0].type))
+        return self.instruction.constant
 
     def batched(self, batch: tuple[int, ...]) -> "OpInfo":
         """The same instruction with `batch` dims prepended to its array result."""
         t = self.result_type
-        view = replace(self, result_type=ArrayType(t.element, batch + t.dims) if isinstance(t, ArrayType) else t)
-        view.__dict__["attrs"] = self.attrs
-        if self.opcode == "constant":
-            view.__dict__["constant"] = self.constant
-        return view
-
-
-def _location_text(found: tuple[str, int, int] | None) -> str:
-    return f"{found[0]}:{found[1]}:{found[2]}" if found else "<unknown>"
+        return replace(self, result_type=ArrayType(t.element, batch + t.dims) if isinstance(t, ArrayType) else t)
 
 
 def _location(op: ir.Operation) -> str:
-    return _location_text(source_location(op.location))
+    return Instruction(op).location_text
 
 
 @dataclass
@@ -109,7 +106,6 @@ def compile_function(fn: ir.Operation) -> Program:
     block = fn.regions[0].blocks[0]
     slots: dict[ir.Value, int] = {arg: i for i, arg in enumerate(block.arguments)}
     names = parameter_names(fn)
-    layouts: dict[ir.Value, tuple[int, ...] | None] = {arg: edit.layout_of(arg) for arg in block.arguments}
     steps: list[Step] = []
     result = -1
     for op in block.operations:
@@ -120,22 +116,10 @@ def compile_function(fn: ir.Operation) -> Program:
         meta = BY_OP_NAME.get(op.name)
         if meta is None:
             raise HloError(f"{_location(op)}: the interpreter cannot execute '{op.name}'")
-        found = source_location(op.location)
-        info = OpInfo(
-            op,
-            meta.opcode,
-            ir.StringAttr(op.attributes[NAME]).value if NAME in op.attributes else meta.opcode,
-            from_mlir_type(op.results[0].type),
-            tuple(from_mlir_type(v.type) for v in op.operands),
-            _location_text(found),
-            edit.layout_of(op),
-            tuple(layouts.get(v) for v in op.operands),
-            found,
-        )
-        layouts[op.results[0]] = info.result_layout
+        info = OpInfo.of(Instruction(op))
         kernel = KERNELS.get(meta.opcode)
-        if meta.opcode == "async-start" and ASYNC_WRAPPED in op.attributes:  # `add-start(a, b)`
-            kernel = _wrapped_start(info, ir.StringAttr(op.attributes[ASYNC_WRAPPED]).value)
+        if meta.opcode == "async-start" and info.instruction.wrapped_opcode:  # `add-start(a, b)`
+            kernel = _wrapped_start(info, info.instruction.wrapped_opcode)
         if kernel is None:
             raise HloError(f"{info.location}: error: the interpreter has no kernel for {meta.opcode} '{info.name}'")
         steps.append(Step(info, denormals.wrap(info, kernel), tuple(slots[v] for v in op.operands)))

@@ -5,21 +5,11 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from mlir import ir
 
 from hlo_mlir.dialects import traits
-from hlo_mlir.frontend.literals import attr_to_array
 from hlo_mlir.interpreter.ops_collectives import zeros_of
 from hlo_mlir.interpreter.registry import TOKEN, Context, InterpreterError, Kernel, OpView, Value, kernel
-from hlo_mlir.types import ArrayType, HloType, TupleType
-
-
-def constant_value(attr: ir.Attribute, t: HloType) -> Value:
-    """The value of a constant's `value` attribute (arrays, or nested tuples of them)."""
-    if isinstance(t, TupleType):
-        return tuple(constant_value(a, e) for a, e in zip(ir.ArrayAttr(attr), t.elements))
-    assert isinstance(t, ArrayType)
-    return attr_to_array(attr, t)
+from hlo_mlir.types import HloType, TupleType
 
 
 @kernel("constant")
