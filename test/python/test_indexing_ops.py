@@ -127,6 +127,12 @@ MODULES = {
   c1 = s32[] constant(0)
   ROOT r = (f32[2,3], s32[2,3]) reduce-window(p0, p1, c0, c1), window={size=2x1 stride=2x1 pad=0_0x0_0},
     to_apply=add2""",
+    "bitcast-convert-narrower": """
+  p0 = f32[3,2] parameter(0)
+  ROOT r = u8[3,2,4] bitcast-convert(p0)""",
+    "bitcast-convert-wider": """
+  p0 = u16[3,2] parameter(0)
+  ROOT r = u32[3] bitcast-convert(p0)""",
     "gather": """
   p0 = f32[5,6] parameter(0)
   i = s32[3,2] parameter(1)

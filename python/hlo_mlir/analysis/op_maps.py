@@ -2,8 +2,11 @@
 
 Output-to-input maps take an index of the instruction's result to the elements of each operand it
 reads; input-to-output maps take an index of one operand to the result elements it contributes to.
-Which ops have maps, and how each is built, follows XLA's `indexing_analysis.cc`, so printed maps
-agree with XLA's. An op without a rule gets an undefined map per operand ("unknown indexing").
+Where XLA's `indexing_analysis.cc` has a map, ours is built as XLA's, so printed maps agree with
+XLA's (test_indexing_xla.py asks every query of XLA's test). Ops XLA leaves unknown but whose
+semantics give a map (tuple plumbing, call, batch norms, width-changing bitcast-convert, most
+input-to-output directions...) have one too, each checked both ways in test_indexing_ops.py. An op
+without a rule gets an undefined map per operand ("unknown indexing").
 
 Rules live in two tables keyed by HLO opcode; shape-changing families (reshape/bitcast, windows,
 convolution) are in `shape_maps.py`.
@@ -75,11 +78,25 @@ def _elementwise(instr: object, output_id: int) -> Indexing:
     ]
 
 
+def _width_change(src: Sequence[int], dst: Sequence[int]) -> IndexingMap | None:
+    """bitcast-convert between widths: to a narrower type the result gains a minor dimension (the
+    parts of one element), so `(d..., k) -> (d...)`; to a wider one that dimension goes, so
+    `(d...)[s0] -> (d..., s0)`. None if the shapes are neither."""
+    if len(dst) == len(src) + 1 and tuple(dst[:-1]) == tuple(src):
+        return IndexingMap.from_tensor_sizes(A.affine_map(len(dst), 0, [A.dim(d) for d in range(len(src))]), dst)
+    if len(src) == len(dst) + 1 and tuple(src[:-1]) == tuple(dst):
+        exprs = [A.dim(d) for d in range(len(dst))] + [A.sym(0)]
+        return IndexingMap.from_tensor_sizes(A.affine_map(len(dst), 1, exprs), dst, [src[-1]])
+    return None
+
+
 def _bitcast_convert(instr: object, output_id: int) -> Indexing:
-    # Only a same-width bitcast-convert is elementwise; a width change adds or drops a dimension.
-    if operand_dims(instr, 0) != output_dims(instr):
-        return unknown(1)
-    return _elementwise(instr, output_id)
+    """Same width: elementwise; a width change adds or drops the minor dimension (`_width_change`)."""
+    src, out = operand_dims(instr, 0), output_dims(instr)
+    if src == out:
+        return _elementwise(instr, output_id)
+    m = _width_change(src, out)
+    return single(m) if m is not None else unknown(1)
 
 
 def _broadcast(instr: object, output_id: int) -> Indexing:
@@ -637,7 +654,11 @@ def _elementwise_in(instr: object, input_id: int) -> Indexing:
 
 
 def _bitcast_convert_in(instr: object, input_id: int) -> Indexing:
-    return unknown(1) if operand_dims(instr, 0) != output_dims(instr) else _elementwise_in(instr, input_id)
+    src, out = operand_dims(instr, 0), output_dims(instr)
+    if src == out:
+        return _elementwise_in(instr, input_id)
+    m = _width_change(out, src)
+    return single(m) if m is not None else unknown(1)
 
 
 def _bitcast_in(instr: object, input_id: int) -> Indexing:
