@@ -46,6 +46,11 @@ def entry(module: ir.Module) -> ir.Operation:
     raise ValueError("module has no entry computation")
 
 
+def entry_name(module: ir.Module) -> str:
+    """The ENTRY computation's name (see `entry`)."""
+    return ir.StringAttr(entry(module).attributes["sym_name"]).value
+
+
 def body(fn: ir.Operation) -> ir.Block:
     return fn.regions[0].blocks[0]
 

@@ -45,7 +45,7 @@ def _relay_control_dependencies(op: ir.Operation, ordered: list[ir.Operation]) -
 
 def _remove_dead_computations(module: ir.Module) -> bool:
     fns = edit.functions(module)
-    entry = ir.StringAttr(edit.entry(module).attributes["sym_name"]).value
+    entry = edit.entry_name(module)
     live, work = {entry}, [entry]
     while work:
         for op in edit.instructions(fns[work.pop()]):

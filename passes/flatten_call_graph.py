@@ -42,7 +42,7 @@ def run(module: ir.Module, options: Mapping[str, str]) -> bool:
     names = edit.Names(module)
     fns = edit.functions(module)
     taken = set(fns)
-    entry = ir.StringAttr(edit.entry(module).attributes["sym_name"]).value
+    entry = edit.entry_name(module)
     has_site = {entry}
     work = [entry]
     changed = False

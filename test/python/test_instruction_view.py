@@ -69,6 +69,12 @@ def test_constants_decoded_once(views: dict[str, Instruction]) -> None:
     assert views["r"].constant is None and views["r"].scalar() is None
 
 
+def test_entry_name() -> None:
+    m = load(TEXT, filename="v.hlo")
+    with m.context:
+        assert edit.entry_name(m.mlir) == "e"
+
+
 def test_interpreter_runs_on_the_view() -> None:
     """The interpreter's OpInfo is built from the view (an s4 constant and a written layout)."""
     m = load(TEXT.replace("f32[1000] constant({...})", "f32[2] constant({1, 2})"), filename="v.hlo")

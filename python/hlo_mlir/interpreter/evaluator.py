@@ -151,7 +151,7 @@ class Interpreter:
         for fn in module.body.operations:
             program = compile_function(fn.operation)
             self.programs[program.name] = program
-        self.entry = ir.StringAttr(edit.entry(module).attributes["sym_name"]).value if self.programs else ""
+        self.entry = edit.entry_name(module) if self.programs else ""
         self.replica_id = replica_id
         self.num_replicas = num_replicas
         self.partition_id = partition_id
