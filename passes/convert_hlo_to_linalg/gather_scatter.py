@@ -69,6 +69,8 @@ def gather(rw: Rewriter) -> list[ir.Value]:
     shape = list(rt.shape)
     if 0 in shape:
         return [rw.empty(shape, rt.element_type)]
+    if 0 in sizes:  # a collapsed (or batching) slice dimension of size 0: nothing is read, XLA gives zeros
+        return [rw.filled(shape, rw.constant(rt.element_type, 0))]
     kept = [d for d in range(len(dims)) if d not in collapsed and d not in obatch]
     batch_out = [d for d in range(len(shape)) if d not in offset_dims]
 

@@ -68,6 +68,17 @@ def test_gather_huge_unsigned_and_int_operand() -> None:
     check(gather_text(case, "u64", "s8"), x, idx)
 
 
+
+@pytest.mark.parametrize("operand", [(0, 2), (4, 2)])
+def test_gather_of_empty_collapsed_slice_is_zeros(operand: tuple[int, int]) -> None:
+    """A collapsed slice dimension of size 0 reads no element while the result has elements: XLA gives
+    zeros (the interpreter raised a reshape error, the JIT read outside the operand)."""
+    text = (f"HloModule z\nENTRY e {{\n  o = f32[{operand[0]},2] parameter(0)\n  i = s32[3] parameter(1)\n"
+            "  ROOT g = f32[3,2] gather(o, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0},"
+            " index_vector_dim=1, slice_sizes={0,2}\n}\n")
+    (got,) = check(text, np.ones(operand, np.float32), np.array([0, 1, 5], np.int32))
+    np.testing.assert_array_equal(got, np.zeros((3, 2), np.float32))
+
 # operand, indices, updates, index_vector_dim, update_window_dims, inserted, to_operand, obatch, ibatch
 SCATTERS = {
     "rows": ((5, 3), (8, 1), (8, 3), 1, (1,), (0,), (0,), (), ()),

@@ -81,14 +81,16 @@ def gather(op: OpView, args: list, ctx: Context) -> Value:
                      a.get("start_indices_batching_dims", ()), ivd)
     for d in a.get("start_index_map", ()):
         starts[d] = np.clip(starts[d], 0, operand.shape[d] - sizes[d])
-    coords = _window_indices(starts, sizes, nb)
-    if coords:
-        coords[0] = np.broadcast_to(coords[0], batch_shape + sizes)
-        g = operand[tuple(coords)]
-    else:
-        g = np.broadcast_to(operand, batch_shape)
     kept = [d for d in range(operand.ndim) if d not in collapsed and d not in obatch]
-    g = g.reshape(batch_shape + tuple(sizes[d] for d in kept))
+    out_shape = batch_shape + tuple(sizes[d] for d in kept)
+    coords = _window_indices(starts, sizes, nb)
+    if 0 in sizes:  # a collapsed (or batching) slice dimension of size 0 reads nothing: XLA gives zeros
+        g = np.zeros(out_shape, operand.dtype)
+    elif coords:
+        coords[0] = np.broadcast_to(coords[0], batch_shape + sizes)
+        g = operand[tuple(coords)].reshape(out_shape)
+    else:
+        g = np.broadcast_to(operand, batch_shape).reshape(out_shape)
     perm, batch_axis = [], 0
     for p in range(g.ndim):
         if p in offset_dims:
