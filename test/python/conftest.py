@@ -34,7 +34,9 @@ oracle.run_xla = _shared_run_xla
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not hasattr(config, "workerinput") and not os.environ.get(RESULTS_ENV):  # the controller (or a plain run)
+    # The controller (or a plain run) always makes a new directory: a results directory inherited from the
+    # environment would hand this run results of other code.
+    if not hasattr(config, "workerinput"):
         os.environ[RESULTS_ENV] = tempfile.mkdtemp(prefix="hlo-mlir-test-results-")
         config._hlo_mlir_results = os.environ[RESULTS_ENV]  # type: ignore[attr-defined]
 
