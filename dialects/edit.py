@@ -83,6 +83,12 @@ def type_of(value: ir.Value) -> HloType:
     return from_mlir_type(value.type)
 
 
+def bounded_type(value: ir.Value) -> HloType:
+    """A value's type with the `<=` bounds written for it (`type_of` is the MLIR type, which holds a
+    bound as a static size: a check for bounded dimensions needs this one)."""
+    return layout.with_bounds(type_of(value), written(value))
+
+
 def shape_attr(value: ir.Value | ir.Operation) -> ir.Attribute | None:
     """The `hlo.shape` attribute (dialects.layout) of an instruction result or a parameter."""
     if isinstance(value, ir.Operation):

@@ -41,7 +41,8 @@ def _split(op: ir.Operation, names: edit.Names) -> bool:
         return False
     vector = indices[0]
     vector_type = edit.type_of(vector)
-    if not (static_array(vector_type) and static_array(operand_type)) or vector_type.rank != 1:  # type: ignore[union-attr]
+    if not (static_array(edit.bounded_type(vector)) and static_array(edit.bounded_type(op.operands[0]))) \
+            or vector_type.rank != 1:  # type: ignore[union-attr]
         return False
     element = vector_type.element  # type: ignore[union-attr]
     scalars: list[ir.Value] = []

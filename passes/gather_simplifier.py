@@ -92,7 +92,7 @@ def is_simple(indices_rank: int, attrs: Mapping[str, object]) -> bool:
 def _simplify(gather: ir.Operation, names: edit.Names) -> bool:
     operand, indices = gather.operands
     ot, it, rt = edit.type_of(operand), edit.type_of(indices), edit.type_of(gather.result)
-    if not (static_array(ot) and static_array(it) and static_array(rt)):
+    if not all(static_array(edit.bounded_type(v)) for v in (operand, indices, gather.result)):
         return False
     attrs = decode_all(gather.attributes)
     if attrs.get("operand_batching_dims") or attrs.get("start_indices_batching_dims"):

@@ -59,7 +59,7 @@ def _simplify(module: ir.Module, scatter: ir.Operation, names: edit.Names) -> bo
     values = list(scatter.operands)
     n = (len(values) - 1) // 2
     operands, indices, updates = values[:n], values[n], values[n + 1:]
-    if not all(static_array(edit.type_of(v)) for v in values):
+    if not all(static_array(edit.bounded_type(v)) for v in values):
         return False
     attrs = decode_all(scatter.attributes)
     if attrs.get("input_batching_dims") or attrs.get("scatter_indices_batching_dims"):
