@@ -29,6 +29,7 @@ from hlo_mlir.passes import contraction_library
 
 BLOCK = "hlo_jit.block"  # on a block for the library: its loops' roles (`roles`), then its dropped fill's id
 SUMS = "hlo_jit.sums"  # on the loops over blocks of a block's sums
+PACK = "hlo_jit.pack"  # on a packing for the library: whether it runs on every core
 DROPPED = "hlo_jit.dropped"  # on the zero fill of a block's result (its id), erased after bufferization
 
 # An operand's address: sum over (operand dimension j, {loop: coefficient}, constant) of stride(j) times
@@ -174,6 +175,37 @@ def roles(op: ir.Operation, levels: Sequence) -> list[int] | None:
     return [*[-1] * (p - len(tiles)), *tiles, *[-1] * (r - len(sums)), *sums, mr_d, nr_d]
 
 
+def packs(op: ir.Operation, levels: Sequence) -> bool | None:
+    """For a contraction's rhs packing (`matmul_kernel._pack_rhs` without a conversion: [B, panels, K, nr]
+    from a view whose rows of `nr` are contiguous) whose panel width the library has: whether it runs over
+    the panels on every core (its outer tiling level is a forall), else None."""
+    if op.name != "linalg.generic" or len(op.operands) != 2:
+        return None
+    block = op.regions[0].blocks[0]
+    body = list(block.operations)
+    types = {ir.ShapedType(v.type).element_type for v in op.operands}
+    src, dst = maps(op)
+    shape = ir.ShapedType(op.operands[1].type).shape
+    if (len(body) != 1 or body[0].operands[0] != block.arguments[0] or len(types) != 1 or len(shape) != 4
+            or dst != ir.AffineMap.get_identity(4)):
+        return None
+    work = str(types.pop())
+    analysed = _terms(src)
+    if analysed is None or (work, shape[3]) not in contraction_library.packs():
+        return None
+    terms, pairs = analysed
+    rank = ir.ShapedType(op.operands[0].type).rank
+    if ((rank - 1, {3: 1}, 0) not in terms or any(coefs.get(3) for j, coefs, _ in terms if j != rank - 1)
+            or any(j + 1 >= rank - 1 for j, _ in pairs)):
+        return None
+    return levels[0].forall
+
+
+def mark_pack(op: ir.Operation, parallel: bool) -> None:
+    """Mark a packing `packs` admitted for `call` (it is not tiled: the library kernel walks it whole)."""
+    op.attributes[PACK] = ir.BoolAttr.get(parallel)
+
+
 def mark_block(op: ir.Operation, loop_roles: list[int], index: int) -> None:
     """Mark `op` (before tiling: its blocks inherit the mark) for `call`; its result's zero fill, when it has
     one that nothing else reads, is marked `DROPPED` with `index` and erased after bufferization (one pass
@@ -195,11 +227,11 @@ def _owner(v: ir.Value) -> ir.Operation | None:
     return op if isinstance(op, ir.Operation) else None
 
 
-def _blocks(module: ir.Module) -> list[ir.Operation]:
+def _blocks(module: ir.Module, marks: tuple[str, ...] = (BLOCK,)) -> list[ir.Operation]:
     found: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "linalg.generic" and BLOCK in op.attributes:
+        if op.name == "linalg.generic" and any(mark in op.attributes for mark in marks):
             found.append(op)
         return ir.WalkResult.ADVANCE
 
@@ -217,8 +249,8 @@ def fusion_barriers(module: ir.Module) -> None:
     from hlo_mlir.passes.fusion_limit import _PREFIX
 
     barriers: dict[str, str] = {}
-    for op in _blocks(module):
-        inputs = [(v, ir.InsertionPoint(op)) for v in list(op.operands)[:2] if _owner(v) is not None]
+    for op in _blocks(module, (BLOCK, PACK)):
+        inputs = [(v, ir.InsertionPoint(op)) for v in list(op.operands)[:-1] if _owner(v) is not None]
         for v, at in [*inputs, *((r, ir.InsertionPoint.after(op)) for r in op.results)]:
             name = barriers.get(str(v.type))
             if name is None:
@@ -261,6 +293,20 @@ def call(module: ir.Module) -> None:
         for op in fills:
             if ir.IntegerAttr(op.attributes[DROPPED]).value in replaced:
                 op.erase()
+        for op in _blocks(module, (PACK,)):
+            work = str(ir.MemRefType(op.operands[1].type).element_type)
+            nr = ir.MemRefType(op.operands[1].type).shape[3]
+            name = contraction_library.pack_name(work, nr)
+            with ir.InsertionPoint(op), op.location:
+                extents = _extents(op)
+                args = [_view(v, m, k, [0, 1, 2, 3], extents, [nr], True, contraction_library.pack_type(work, nr))
+                        for k, (v, m) in enumerate(zip(op.operands, maps(op)))]
+                args.append(arith.constant(ir.IntegerType.get_signless(1), int(ir.BoolAttr(op.attributes[PACK]).value)))
+                func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
+            if name not in declared:
+                _declare(module, name, [v.type for v in args])
+                declared.add(name)
+            op.erase()
 
 
 def _first_block(op: ir.Operation, zeroes: bool) -> ir.Value:
@@ -282,47 +328,58 @@ def _index(v: int) -> ir.Value:
 
 def _views(op: ir.Operation, loop_roles: list[int], work: str, mr: int, nr: int) -> list[ir.Value]:
     """The block's operands as views of rank 8 over the library's loop space."""
+    extents = _extents(op)
+    return [_view(v, m, k, loop_roles, extents, [mr, nr], k > 0,
+                  contraction_library.view_type(work, mr, nr, k > 0))
+            for k, (v, m) in enumerate(zip(op.operands, maps(op)))]
+
+
+def _extents(op: ir.Operation) -> dict[int, ir.Value]:
+    """Loop -> its extent, read off an operand a plain loop index addresses."""
     extents: dict[int, ir.Value] = {}
     for v, m in zip(op.operands, maps(op)):
         for j, e in enumerate(m.results):
             if isinstance(e, ir.AffineDimExpr) and e.position not in extents:
                 extents[e.position] = memref.dim(v, _index(j))
+    return extents
+
+
+def _view(v: ir.Value, m: ir.AffineMap, k: int, loop_roles: list[int], extents: dict[int, ir.Value],
+          static_sizes: list[int], unit_last: bool, type_text: str) -> ir.Value:
+    """Operand `k` (`v`, read through `m`) as a view over the loops `loop_roles` (-1: a unit loop), the last
+    `len(static_sizes)` of static extents; with `unit_last` its last stride must be 1."""
     dyn = ir.ShapedType.get_dynamic_stride_or_offset()
-    views = []
-    for k, (v, m) in enumerate(zip(op.operands, maps(op))):
-        t = ir.MemRefType(v.type)
-        analysed = _terms(m)
-        if analysed is None:
-            raise HloError(f"jit: a contraction block's operand {k} is not addressed linearly: {m}")
-        terms, pairs = analysed
-        static = t.get_strides_and_offset()[0]
-        for j, s in pairs:
-            if dyn in (static[j], static[j + 1]) or static[j] != s * static[j + 1]:
-                raise HloError(f"jit: a contraction block's operand {k} ({t}) does not split a dimension by {s}")
-        meta = memref.ExtractStridedMetadataOp(v)
-        strides = list(meta.strides)
-        offset = meta.offset
-        coefs: dict[int, ir.Value] = {}
-        for j, loops, const in terms:
-            for d, c in loops.items():
-                step = strides[j] if c == 1 else arith.muli(strides[j], _index(c))
-                coefs[d] = arith.addi(coefs[d], step) if d in coefs else step
-            if const:
-                offset = arith.addi(offset, arith.muli(strides[j], _index(const)))
-        unit_last = k > 0
-        if unit_last and static[-1] != 1:
-            raise HloError(f"jit: a contraction block's {'rhs' if k == 1 else 'result'} ({t}) is not contiguous "
-                           "along its columns: the library kernel cannot take it")
-        sizes = [extents[d] if d >= 0 else _index(1) for d in loop_roles[:-2]]
-        steps = [coefs[d] if d >= 0 and d in coefs else _index(0) for d in loop_roles[:-1]]
-        if not unit_last:
-            steps.append(coefs.get(loop_roles[-1], _index(0)))
-        result = ir.Type.parse(contraction_library.view_type(work, mr, nr, unit_last))
-        views.append(memref.ReinterpretCastOp(
-            result, meta.base_buffer, [offset], sizes, steps, [dyn],
-            [ir.ShapedType.get_dynamic_size()] * (len(loop_roles) - 2) + [mr, nr],
-            [dyn] * (len(loop_roles) - 1) + [1 if unit_last else dyn]).result)
-    return views
+    t = ir.MemRefType(v.type)
+    analysed = _terms(m)
+    if analysed is None:
+        raise HloError(f"jit: a contraction block's operand {k} is not addressed linearly: {m}")
+    terms, pairs = analysed
+    static = t.get_strides_and_offset()[0]
+    for j, s in pairs:
+        if dyn in (static[j], static[j + 1]) or static[j] != s * static[j + 1]:
+            raise HloError(f"jit: a contraction block's operand {k} ({t}) does not split a dimension by {s}")
+    if unit_last and static[-1] != 1:
+        raise HloError(f"jit: a contraction block's operand {k} ({t}) is not contiguous along its last "
+                       "dimension: the library kernel cannot take it")
+    meta = memref.ExtractStridedMetadataOp(v)
+    strides = list(meta.strides)
+    offset = meta.offset
+    coefs: dict[int, ir.Value] = {}
+    for j, loops, const in terms:
+        for d, c in loops.items():
+            step = strides[j] if c == 1 else arith.muli(strides[j], _index(c))
+            coefs[d] = arith.addi(coefs[d], step) if d in coefs else step
+        if const:
+            offset = arith.addi(offset, arith.muli(strides[j], _index(const)))
+    fixed = len(static_sizes)
+    sizes = [extents[d] if d >= 0 else _index(1) for d in loop_roles[:-fixed]]
+    steps = [coefs[d] if d >= 0 and d in coefs else _index(0) for d in loop_roles[:-1]]
+    if not unit_last:
+        steps.append(coefs.get(loop_roles[-1], _index(0)))
+    return memref.ReinterpretCastOp(
+        ir.Type.parse(type_text), meta.base_buffer, [offset], sizes, steps, [dyn],
+        [ir.ShapedType.get_dynamic_size()] * (len(loop_roles) - fixed) + static_sizes,
+        [dyn] * (len(loop_roles) - 1) + [1 if unit_last else dyn]).result
 
 
 def _declare(module: ir.Module, name: str, types: list[ir.Type]) -> None:

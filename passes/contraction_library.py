@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import functools
 
-PREFIX = "hlo_mlir_mk_"
+PREFIX = "hlo_mlir_mk_"  # every library symbol starts with it
+PACK_PREFIX = f"{PREFIX}pack_"
 P, R = 3, 3  # tile loops and reduction loops a kernel walks
 DIMS = P + R + 2
 
@@ -112,6 +113,56 @@ def _kernel(work: str, mr: int, nr: int) -> str:
     return "\n".join(lines)
 
 
+def packs() -> frozenset[tuple[str, int]]:
+    """Every (work type, panel width) a packing kernel exists for: those of the register tiles."""
+    return frozenset((work, nr) for work, _, nr in tiles())
+
+
+def pack_name(work: str, nr: int) -> str:
+    return f"{PACK_PREFIX}{work}_{nr}"
+
+
+def pack_type(work: str, nr: int) -> str:
+    """A packing kernel's argument: [B, panels, K, nr], the rows of `nr` contiguous."""
+    return f"memref<?x?x?x{nr}x{work}, strided<[?, ?, ?, 1], offset: ?>>"
+
+
+def _pack(work: str, nr: int) -> str:
+    """MLIR text of the packing kernel `dst[b, p, k, :] = src[b, p, k, :]` (the rhs of a contraction into
+    `nr`-column panels, `src` a strided view of it), over the panels on every core when `parallel`."""
+    w = lanes(work)
+    t, vt = pack_type(work, nr), f"vector<{w}x{work}>"
+    copy = "\n".join(f"{{i}}%v{j} = vector.load %src[%b, %p, %k, %o{j}] : {t}, {vt}\n"
+                     f"{{i}}vector.store %v{j}, %dst[%b, %p, %k, %o{j}] : {t}, {vt}" for j in range(nr // w))
+
+    def rows(indent: str) -> str:
+        inner = indent + "  "
+        return (f"{indent}scf.for %k = %c0 to %nk step %c1 {{\n{copy.format(i=inner)}\n{indent}}}")
+
+    offsets = "\n".join(f"    %o{j} = arith.constant {j * w} : index" for j in range(nr // w))
+    return f"""  func.func @{pack_name(work, nr)}(%src: {t}, %dst: {t}, %parallel: i1) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+{offsets}
+    %nb = memref.dim %dst, %c0 : {t}
+    %np = memref.dim %dst, %c1 : {t}
+    %nk = memref.dim %dst, %c2 : {t}
+    scf.if %parallel {{
+      scf.forall (%b, %p) in (%nb, %np) {{
+{rows("        ")}
+      }}
+    }} else {{
+      scf.for %b = %c0 to %nb step %c1 {{
+        scf.for %p = %c0 to %np step %c1 {{
+{rows("          ")}
+        }}
+      }}
+    }}
+    return
+  }}"""
+
+
 GROUPS = 4  # modules the kernels are built in: each small enough for one in-process LLVM (no llvm-split)
 
 
@@ -119,5 +170,6 @@ GROUPS = 4  # modules the kernels are built in: each small enough for one in-pro
 def sources() -> tuple[str, ...]:
     """The library's MLIR modules (its kernels in `GROUPS` modules, compiled in parallel)."""
     kernels = [_kernel(*t) for t in sorted(tiles())]
+    kernels += [_pack(work, nr) for work, nr in sorted(packs())]
     size = -(-len(kernels) // GROUPS)
     return tuple("module {\n" + "\n".join(kernels[i:i + size]) + "\n}\n" for i in range(0, len(kernels), size))

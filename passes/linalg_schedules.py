@@ -162,7 +162,10 @@ def apply(module: ir.Module) -> None:
         for i, op in enumerate(marked):
             levels = _levels(op.attributes[ATTR])
             roles = contraction_kernels.roles(op, levels)
-            if roles is None:
+            parallel = contraction_kernels.packs(op, levels)
+            if parallel is not None:  # a library kernel packs it whole
+                contraction_kernels.mark_pack(op, parallel)
+            elif roles is None:
                 body += _op_script(i, levels, _fusable_fill(op, levels[0]))
                 vectorized = True
             else:  # the outer levels here, the register tile in the library
@@ -170,8 +173,9 @@ def apply(module: ir.Module) -> None:
                 body += _op_script(i, levels[:-1], None, sums=set(contraction_kernels.reductions(op)))
             del op.attributes[ATTR]
             op.attributes[f"hlo_jit.sched{i}"] = ir.UnitAttr.get()
-        if not vectorized:  # library blocks only: no vector code to clean up and lower
-            _run_script(module, body)
+        if not vectorized:  # library blocks and packings only: no vector code to clean up and lower
+            if body:
+                _run_script(module, body)
             contraction_kernels.fusion_barriers(module)
             return
         _run_script(module, body + _VECTORIZED)

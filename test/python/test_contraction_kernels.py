@@ -1,7 +1,7 @@
 """The precompiled contraction kernels (`passes/contraction_kernels.py`, `runtime/kernel_library.py`): a dot or
-convolution block calls the library and gives bitwise the results of the per-module vectorized register tile
-it replaces (same FMAs in the same order), in every layout the lowering produces; the library is built once
-per directory and found there again."""
+convolution block (and a dot's rhs packing) calls the library and gives bitwise the results of the per-module
+vectorized code it replaces (same FMAs in the same order), in every layout the lowering produces; the library
+is built once per directory and found there again."""
 
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ def test_library_blocks_match_the_vectorized_tile_bitwise(name: str, monkeypatch
     args = [rng.standard_normal(p.dims).astype(p.element.dtype) for p in compile_module(module, use_cache=False).params]
     library = [compile_module(hlo_mlir.load(text), use_cache=False)(*args) for _ in range(2)]
     monkeypatch.setattr(contraction_kernels, "roles", lambda *_: None)  # every block vectorized in the module
+    monkeypatch.setattr(contraction_kernels, "packs", lambda *_: None)  # and every packing
     assert "hlo_mlir_mk_" not in emit(hlo_mlir.load(text), "loops")
     tile = compile_module(hlo_mlir.load(text), use_cache=False)(*args)
     for got in library:  # twice: no result depends on what the buffers held before (the dropped zero fill)

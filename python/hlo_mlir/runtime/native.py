@@ -440,7 +440,8 @@ class Library:
         api = _c_api()
         lib, p = api.lib, ctypes.c_void_p
         openmp_defaults()  # before the OpenMP runtime reads its settings
-        if openmp:
+        prebuilt = kernel_library.objects(support_dir) if kernel_library.called(objects) else ()
+        if openmp or prebuilt:  # the library's packing kernels run on every core
             ctypes.CDLL(openmp_library(), mode=os.RTLD_GLOBAL)
         self._api, self._id = api, id(self)
         jit = p()
@@ -457,7 +458,6 @@ class Library:
                 ctypes.byref(builtins), lib.LLVMOrcLLJITGetObjLinkingLayer(jit), _libgcc(_cc()).encode(), None),
                 "read libgcc.a")
             lib.LLVMOrcJITDylibAddGenerator(dylib, builtins)
-        prebuilt = kernel_library.objects(support_dir) if kernel_library.called(objects) else ()
         for obj in [*objects, *prebuilt, _support_object(support_dir)]:
             buffer = lib.LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, len(obj), b"object")
             self._check(lib.LLVMOrcLLJITAddObjectFile(jit, dylib, buffer), "add an object")
