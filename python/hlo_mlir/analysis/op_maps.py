@@ -943,32 +943,23 @@ def _scaled_dot_in(instr: object, input_id: int) -> Indexing:
 
 
 def _reduce_window_in(instr: object, input_id: int) -> Indexing:
-    """An input element at x sits at `x * lhs_dilate + pad_low` of the padded base; window offset w
-    of output o covers `o * stride + w * rhs_dilate`, so the element feeds the outputs
-    `(x * lhs_dilate + pad_low - w * rhs_dilate) / stride` that divide exactly and lie in the result,
-    w a symbol. An init value feeds every output element (as the output-to-input map says)."""
+    """An input element feeds the outputs whose windows cover it (`S.window_input_to_output`, window
+    offsets as symbols). An init value feeds every output element (as the output-to-input map says)."""
     inputs = len(instr.operands) // 2
     out = output_dims(instr, 0)
     if input_id >= inputs:
         return single(*[_all_outputs(out) if out else IndexingMap.identity(out)] * inputs)
     src = operand_dims(instr, input_id)
-    w = instr.attrs["window"]
-    exprs, sizes, checks = [], [], []
-    for d in range(len(src)):
-        position = A.dim(d) * w.lhs_dilate[d] + w.pad_low[d]
-        if w.size[d] > 1:
-            position = position - A.sym(len(sizes)) * w.rhs_dilate[d]
-            sizes.append(w.size[d])
-        stride = w.stride[d]
-        exprs.append(A.floordiv(position, stride) if stride > 1 else position)
-        if stride > 1:
-            checks.append((position % stride, Interval(0, 0)))
-        checks.append((exprs[-1], Interval(0, out[d] - 1)))
+    exprs, sizes, checks = S.window_input_to_output(src, out, instr.attrs["window"])
     m = IndexingMap.from_tensor_sizes(A.affine_map(len(src), len(sizes), exprs), src, sizes)
     for e, rng in checks:
         m.add_constraint(e, rng)
     m.simplify()
     return single(*[m] * inputs)
+
+
+def _convolution_in(instr: object, input_id: int) -> Indexing:
+    return single(S.convolution_input_to_output(instr, input_id))
 
 
 def _gather_in(instr: object, input_id: int) -> Indexing:
@@ -994,6 +985,7 @@ INPUT_TO_OUTPUT: dict[str, Callable[[object, int], Indexing]] = {
     "collective-broadcast": _same_index_elsewhere_in,
     "collective-permute": _same_index_elsewhere_in,
     "copy-done": _tuple_operand_in,
+    "convolution": _convolution_in,
     "copy-start": _copy_start_in,
     "opt-barrier": _tuple_operand_in,
     "domain": _first_operand_identity_in,

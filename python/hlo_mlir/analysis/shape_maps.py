@@ -184,3 +184,74 @@ def convolution_maps(instr: object) -> tuple[IndexingMap, IndexingMap]:
         m.remove_unused_symbols()
         maps.append(m)
     return maps[0], maps[1]
+
+
+def window_input_to_output(input_dims: Sequence[int], out: Sequence[int], window: Window,
+                           first_symbol: int = 0) -> tuple[list[ir.AffineExpr], list[int], list]:
+    """Per spatial dim, the output position an input element at `x` feeds through window offset w:
+    `(x * lhs_dilate + pad_low - w * rhs_dilate) / stride` when that divides exactly and lies in the
+    output. Returns the expressions, the sizes of the offset symbols they use (numbered from
+    `first_symbol`) and the (expression, interval) constraints."""
+    exprs, sizes, constraints = [], [], []
+    for d in range(len(input_dims)):
+        position = A.dim(d) * window.lhs_dilate[d] + window.pad_low[d]
+        if window.size[d] > 1:
+            position = position - A.sym(first_symbol + len(sizes)) * window.rhs_dilate[d]
+            sizes.append(window.size[d])
+        stride = window.stride[d]
+        exprs.append(A.floordiv(position, stride) if stride > 1 else position)
+        if stride > 1:
+            constraints.append((position % stride, Interval(0, 0)))
+        constraints.append((exprs[-1], Interval(0, out[d] - 1)))
+    return exprs, sizes, constraints
+
+
+def convolution_input_to_output(instr: object, input_id: int) -> IndexingMap:
+    """The transpose of `convolution_maps`: an input element feeds, through every window offset that
+    reaches it, the outputs of its batch and of every output feature of its feature group (every
+    feature with batch groups, as the output-to-input map reads every group); a kernel element feeds
+    every output of its output feature (that map reads every kernel element for every output)."""
+    dn = instr.attrs["dim_labels"]
+    window = instr.attrs["window"]
+    src = instr.operand_types[input_id].dims
+    out = instr.result_type.dims
+    rank = len(out)
+    exprs: list = [None] * rank
+    sizes: list[int] = []
+    constraints: list = []
+
+    def symbol(size: int) -> ir.AffineExpr:
+        sizes.append(size)
+        return A.sym(len(sizes) - 1)
+
+    if input_id == 0:
+        spatial = [dn.input_spatial[i] for i in range(len(dn.output_spatial))]
+        spatial_exprs, offsets, checks = window_input_to_output([src[d] for d in spatial],
+                                                                [out[d] for d in dn.output_spatial], window)
+        to_input = [A.dim(d) for d in spatial]
+        sizes.extend(offsets)
+        for i, e in enumerate(spatial_exprs):
+            exprs[dn.output_spatial[i]] = A.replace(e, to_input, None)
+        constraints = [(A.replace(e, to_input, None), r) for e, r in checks]
+        batch, feature = A.dim(dn.input_batch), A.dim(dn.input_feature)
+        feature_groups = instr.attrs.get("feature_group_count", 1)
+        batch_groups = instr.attrs.get("batch_group_count", 1)
+        out_features = out[dn.output_feature]
+        if feature_groups > 1:
+            per_group = out_features // feature_groups
+            group_size = src[dn.input_feature] // feature_groups
+            exprs[dn.output_feature] = A.floordiv(feature, group_size) * per_group + symbol(per_group)
+        else:
+            exprs[dn.output_feature] = symbol(out_features)
+        exprs[dn.output_batch] = batch % out[dn.output_batch] if batch_groups > 1 else batch
+    else:
+        exprs[dn.output_batch] = symbol(out[dn.output_batch])
+        for d in dn.output_spatial:
+            exprs[d] = symbol(out[d])
+        exprs[dn.output_feature] = A.dim(dn.kernel_output_feature)
+    m = IndexingMap.from_tensor_sizes(A.affine_map(len(src), len(sizes), exprs), src, sizes)
+    for e, r in constraints:
+        m.add_constraint(e, r)
+    m.simplify()
+    m.remove_unused_symbols()
+    return m
