@@ -1,5 +1,9 @@
-"""Every query of XLA's `xla/hlo/analysis/indexing_analysis_test.cc` (openxla/xla, the revision that
-prints runtime variables as `rt0: parameter(1)` and has the all-gather tests), transcribed.
+"""Every query of XLA's `xla/hlo/analysis/indexing_analysis_test.cc`, transcribed.
+
+The revision is the newest stored one: tensorflow/tensorflow's copy `third_party/xla/...` at 069f1eb9
+(it prints runtime variables as `rt0: parameter(1)`, has the all-gather, scaled-dot and shuffled
+gather tests, and runs each test through StableHLO too). openxla/xla's own stored copy (4b655499) is
+older: it printed runtime variables as whole instructions (`rt0: %of1 = s32[] parameter(1)`).
 
 One `Query` per `EXPECT_THAT`: the test's HLO, what it asks (`kind`, see `test_indexing_xla.py`)
 and XLA's expected text. XLA compares ignoring whitespace, and so do the tests.
