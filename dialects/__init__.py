@@ -125,9 +125,20 @@ def source_location(loc: ir.Location) -> tuple[str, int, int] | None:
     return next(source_locations(loc), None)
 
 
+# The dialects whose ops Python code builds (op builders do not load their dialect: in a context allowing
+# unregistered dialects they would make unregistered ops); the parser and pass pipelines load the others
+# they meet or produce.
+_BUILT_DIALECTS = ("affine", "arith", "bufferization", "cf", "complex", "func", "index", "linalg", "llvm", "math",
+                   "memref", "scf", "tensor", "ub", "vector")
+
+
 def new_context() -> ir.Context:
-    """An MLIR context with the hlo dialect loaded (and hlo_v ops allowed)."""
-    ctx = ir.Context()
+    """An MLIR context with the hlo dialect loaded (and hlo_v ops allowed).
+
+    Only the dialects Python builds ops of are loaded up front, not every dialect of the wheel (the bindings'
+    default): a context costs ~3 instead of ~11 ms, and the pass pipelines less (canonicalize and the LLVM
+    conversions gather patterns from every loaded dialect): 10-17 ms less CPU per small module compiled."""
+    ctx = ir.Context(load_on_create_dialects=list(_BUILT_DIALECTS))
     ctx.allow_unregistered_dialects = True
     with ctx, ir.Location.unknown():
         irdl.load_dialects(ir.Module.parse(irdl_text()))
