@@ -14,8 +14,8 @@ from mlir.dialects import builtin, func, linalg, llvm
 from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.passes import (contraction_kernels, fusion_limit, linalg_fast_math, linalg_recompute, linalg_schedules,
-                             outline_kernels, parallelize, tile_transposes, widen_i1_memrefs)
+from hlo_mlir.passes import (fusion_limit, linalg_fast_math, linalg_recompute, linalg_schedules, outline_kernels,
+                             parallelize, tile_transposes, widen_i1_memrefs)
 
 if TYPE_CHECKING:
     from hlo_mlir.module import Module
@@ -26,29 +26,36 @@ STAGES = ("linalg", "loops", "llvm", "llvm-ir")
 # symbol-dce drops computations nothing calls any more (bodies of call/while/conditional/fusion are inlined
 # at their uses).
 FUSE = "linalg-fuse-elementwise-ops"
+# Bufferization, then upstream's buffer-deallocation-pipeline without its first two passes: expand-realloc
+# (nothing here makes memref.realloc) and a canonicalize that would repeat the one just before it.
 BUFFERS = (
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
-    "canonicalize,buffer-deallocation-pipeline"
+    "canonicalize,ownership-based-buffer-deallocation,canonicalize,buffer-deallocation-simplification,"
+    "bufferization-lower-deallocations,cse,canonicalize"
 )
-AFFINE = "convert-linalg-to-affine-loops,func.func(affine-loop-invariant-code-motion)"
-LOOPS = "convert-vector-to-scf{full-unroll},lower-affine,canonicalize,cse"
+# From here on the loop nests are kernel functions (`outline_kernels`): the passes that work per function run
+# nested under `func.func(...)`/`llvm.func(...)`, where MLIR runs them on every core, one function at a time
+# (the context's multithreading); a module pass in between waits for all of them.
+AFFINE = "func.func(convert-linalg-to-affine-loops,affine-loop-invariant-code-motion)"
+LOOPS = "func.func(convert-vector-to-scf{full-unroll},lower-affine,canonicalize,cse)"
 # Loops -> LLVM dialect (libm for the math functions LLVM has no intrinsic for; complex ops expand to
 # real arithmetic first, complex values become {re, im} structs; real transcendental functions were expanded
 # before, `linalg_fast_math`). log1p goes to libm (LLVM's approximation is log(1 + x), 0 for tiny x).
 # expand-strided-metadata emits affine.apply for the subviews of tiled code, hence the second lower-affine;
-# vector and ub (poison) ops come from the vectorized schedules. The last conversions (arith, cf, func, index,
-# ub) run as one `convert-to-llvm`: one walk of the module instead of five, the same LLVM IR (ssd_mobilenet:
-# identical text, this pipeline ~25% faster). The final canonicalize folds the memref descriptors nothing
-# reads (a kernel call passes the aligned pointer alone, `outline_kernels`; the descriptor fields of
-# static memrefs are constants): ssd_mobilenet's LLVM IR 2.8 -> 1.2 MB, less for LLVM to read and compile;
-# without region simplification (LLVM's simplifycfg does that), which took a third of its time.
+# vector and ub (poison) ops come from the vectorized schedules. The last conversions (arith, cf, complex,
+# func, index, omp, ub) run as one `convert-to-llvm`: one walk of the module instead of seven, the same LLVM
+# IR (every corpus and benchmark module: identical text). convert-scf-to-openmp, convert-math-to-libm and
+# finalize-memref-to-llvm are module passes, the rest run per function. The final canonicalize folds the
+# memref descriptors nothing reads (a kernel call passes the aligned pointer alone, `outline_kernels`; the
+# descriptor fields of static memrefs are constants): ssd_mobilenet's LLVM IR 2.8 -> 1.2 MB, less for LLVM
+# to read and compile; without region simplification (LLVM's simplifycfg does that), which took a third of
+# its time.
 LLVM = (
-    "scf-forall-to-parallel,convert-scf-to-openmp,"
-    "convert-bufferization-to-memref,convert-complex-to-standard,"
-    "convert-math-to-llvm{approximate-log1p=false},convert-math-to-libm,expand-strided-metadata,"
-    "lower-affine,convert-vector-to-llvm,convert-complex-to-llvm,finalize-memref-to-llvm,convert-scf-to-cf,"
-    "convert-openmp-to-llvm,convert-to-llvm,reconcile-unrealized-casts,"
-    "llvm.func(canonicalize{region-simplify=disabled})"
+    "func.func(scf-forall-to-parallel),convert-scf-to-openmp,convert-bufferization-to-memref,"
+    "func.func(convert-complex-to-standard,convert-math-to-llvm{approximate-log1p=false}),convert-math-to-libm,"
+    "func.func(expand-strided-metadata,lower-affine,convert-vector-to-llvm),finalize-memref-to-llvm,"
+    "func.func(convert-scf-to-cf),convert-to-llvm,"
+    "llvm.func(reconcile-unrealized-casts,canonicalize{region-simplify=disabled})"
 )
 
 
@@ -104,7 +111,6 @@ def to_loops(module: ir.Module, profile: bool = False, threads: int = 0) -> ir.M
     _run(module, FUSE, "loops")
     fusion_limit.remove(module)
     _run(module, BUFFERS, "buffers")
-    contraction_kernels.call(module)
     widen_i1_memrefs.apply(module)
     _strided_copies_to_linalg(module)
     outline_kernels.apply(module, profile)
