@@ -20,7 +20,8 @@ llvm_bin = os.path.join(list(spec.submodule_search_locations)[0], "bin") if spec
 for tool in ("FileCheck", "not", "count"):
     path = os.path.join(llvm_bin, tool)
     if os.path.exists(path):
-        config.substitutions.append((rf"\b{tool}\b", path))  # noqa: F821
+        # A tool's name as a command word only: not inside an option (`combine-threshold-count=2`).
+        config.substitutions.append((rf"(?<![-\w{{,=]){tool}(?![-\w=])", path))  # noqa: F821
     elif tool == "FileCheck" and shutil.which("filecheck"):
         config.substitutions.append((r"\bFileCheck\b", shutil.which("filecheck")))  # noqa: F821
 
