@@ -14,7 +14,13 @@ tile compiles once, in the library, not per module (matmul 512^2: 7-8x XLA's com
 
 The result's zero fill is not run: the kernel starts the first block of the sums (every enclosing loop over
 blocks of the sums, marked `SUMS`, at its first iteration) from zeros. Sums run in the same order, with the
-same FMAs, as the vectorized register tile: results are bitwise the same.
+same FMAs, as the vectorized register tile: results are bitwise the same. A dot's rhs packing into panels
+(`packs`, marked `PACK`, not tiled) becomes one call of the library's packing kernel, which runs over the
+panels on every core itself: the module keeps no loop of it.
+
+Not taken (vectorized in the module as before): depthwise convolutions (their input is read along the
+vector lanes), packings that convert the element type or transpose ([B, N, K] rhs), contractions with more
+than three tile loops or three reduction loops (3-D convolutions), register tiles the library lacks.
 """
 
 from __future__ import annotations
