@@ -14,8 +14,8 @@ from mlir.dialects import builtin, func, linalg, llvm
 from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.passes import (fusion_limit, linalg_fast_math, linalg_recompute, linalg_schedules, outline_kernels,
-                             parallelize, tile_transposes, widen_i1_memrefs)
+from hlo_mlir.passes import (contraction_kernels, fusion_limit, linalg_fast_math, linalg_recompute, linalg_schedules,
+                             outline_kernels, parallelize, tile_transposes, widen_i1_memrefs)
 
 if TYPE_CHECKING:
     from hlo_mlir.module import Module
@@ -111,6 +111,7 @@ def to_loops(module: ir.Module, profile: bool = False, threads: int = 0) -> ir.M
     _run(module, FUSE, "loops")
     fusion_limit.remove(module)
     _run(module, BUFFERS, "buffers")
+    contraction_kernels.call(module)
     widen_i1_memrefs.apply(module)
     _strided_copies_to_linalg(module)
     outline_kernels.apply(module, profile)
