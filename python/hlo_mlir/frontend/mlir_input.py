@@ -70,8 +70,11 @@ def _check_function(fn: ir.Operation, filename: str, text: str) -> None:
         _check_attributes({MODULE_ATTRS: fn.attributes[MODULE_ATTRS]}, f"computation '{name}'", fn, filename, text)
     if "arg_attrs" in fn.attributes:
         for i, d in enumerate(ir.ArrayAttr(fn.attributes["arg_attrs"])):
-            _check_attributes({a.name: a.attr for a in ir.DictAttr(d)}, f"parameter {i} of computation '{name}'",
-                              fn, filename, text)
+            what = f"parameter {i} of computation '{name}'"
+            attrs = {a.name: a.attr for a in ir.DictAttr(d)}
+            _check_attributes(attrs, what, fn, filename, text)
+            if SHAPE in attrs and i < len(ftype.inputs):
+                _check_fits(attrs[SHAPE], ftype.inputs[i], what, fn, filename, text)
     blocks = list(fn.regions[0].blocks)
     if len(blocks) != 1:
         raise _error(f"computation '{name}' must have a body of exactly one block, got {len(blocks)}",
@@ -101,6 +104,17 @@ def _check_op(op: ir.Operation, filename: str, text: str) -> None:
     if opcode == "constant" and "value" not in op.attributes and "hlo.elided" not in op.attributes:
         raise _error("constant: attribute 'value' (the literal) is required", op, filename, text)
     _check_attributes({k: op.attributes[k] for k in op.attributes}, opcode, op, filename, text)
+    if SHAPE in op.attributes:
+        _check_fits(op.attributes[SHAPE], op.results[0].type, opcode, op, filename, text)
+
+
+def _check_fits(attr: ir.Attribute, t: ir.Type, what: str, op: ir.Operation, filename: str, text: str) -> None:
+    """A written layout or bound the type cannot have would be dropped silently by every stage."""
+    hlo_type = from_mlir_type(t)
+    if not layout.fits(hlo_type, layout.from_attr(attr)):
+        raise _error(f"{what}: attribute '{SHAPE}' {attr} does not fit the type {hlo_type} (a minor_to_major "
+                     "permutation of its dimensions, bounded dimensions that are static, one entry per tuple "
+                     "element)", op, filename, text)
 
 
 def _check_attributes(attrs: dict[str, ir.Attribute], what: str, op: ir.Operation, filename: str,
