@@ -369,12 +369,10 @@ def has_custom_layout(op: ir.Operation) -> bool:
     return isinstance(w, tuple) or not w.is_default
 
 
-def frontend_attributes(op: ir.Operation) -> dict[str, str]:
-    """An instruction's `frontend_attributes={key="value",...}` as a dict; a value written unquoted
-    (`composite.attributes={n = 1 : i32}`) is kept as its text."""
-    if "frontend_attributes" not in op.attributes:
-        return {}
-    text = ir.StringAttr(op.attributes["frontend_attributes"]).value.strip()
+def frontend_attributes(text: str) -> dict[str, str]:
+    """The text of `frontend_attributes={key="value",...}` as a dict; a value written unquoted
+    (`composite.attributes={n = 1 : i32}`) is kept as its text (the instruction view reads it so)."""
+    text = text.strip()
     if text.startswith("{") and text.endswith("}"):
         text = text[1:-1]
     entries: list[str] = []

@@ -87,6 +87,11 @@ class Instruction:
         return decode_all(self.op.attributes)
 
     @cached_property
+    def frontend_attributes(self) -> dict[str, str]:
+        """`frontend_attributes={key="value",...}` as a dict (empty when none are written)."""
+        return edit.frontend_attributes(self.attrs.get("frontend_attributes", ""))
+
+    @cached_property
     def source(self) -> tuple[str, int, int] | None:
         """(file, line, col) the instruction was read from, through the location object's bindings."""
         return source_location(self.op.location)

@@ -31,6 +31,7 @@ from mlir import ir
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import edit, opcode_of
 from hlo_mlir.dialects.attributes import unquote
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.passes import dce
 from hlo_mlir.passes.inline import inline_call
 
@@ -65,14 +66,15 @@ def _callees_first(fns: dict[str, ir.Operation]) -> list[str]:
 
 def _inlineable(call: ir.Operation, preserve: set[str]) -> bool:
     """XLA's IsInlineableCallOp, for what HLO text carries."""
-    if "backend_config" in call.attributes:
-        raw = ir.StringAttr(call.attributes["backend_config"]).value
+    ins = Instruction(call)
+    if "backend_config" in ins.attrs:
+        raw = ins.attrs["backend_config"]
         if (unquote(raw) if raw.startswith('"') else raw) != "":
             return False
-    front = edit.frontend_attributes(call)
+    front = ins.frontend_attributes
     if front.get("inlineable", "true") != "true":
         return False
-    composite = "is_composite" in call.attributes and ir.BoolAttr(call.attributes["is_composite"]).value
+    composite = ins.attrs.get("is_composite", False)
     return not (composite and front.get("composite.name") in preserve)
 
 
