@@ -11,14 +11,14 @@ import difflib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+import numpy as np
 from mlir import ir
 
 from hlo_mlir.analysis.indexing_map import IndexingMap
 from hlo_mlir.analysis.op_maps import compute_input_to_output_indexing, compute_output_to_input_indexing
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects import edit, from_mlir_type, opcode_of
-from hlo_mlir.dialects.attributes import decode_all
-from hlo_mlir.frontend.literals import attr_to_array
+from hlo_mlir.dialects import NAME, edit, from_mlir_type, opcode_of
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.types import ArrayType, TupleType
 
 # Constants larger than this are not turned into NumPy: only small index constants get folded.
@@ -30,8 +30,8 @@ class Computation:
     """A `func.func` seen as an HLO computation: parameters by number and the ROOT instruction."""
 
     name: str
-    parameters: list["Instr"]
-    root: "Instr"
+    parameters: list[Instr]
+    root: Instr
 
 
 @dataclass(eq=False)
@@ -48,7 +48,7 @@ class Instr:
     _called: list[str] = field(default_factory=list, repr=False)
 
     @property
-    def operands(self) -> list["Instr"]:
+    def operands(self) -> list[Instr]:
         return [_producer(v) for v in self._operands]
 
     @property
@@ -86,62 +86,48 @@ def _cache(source: ir.Operation | ir.BlockArgument) -> dict[object, Instr]:
     return cache
 
 
-def _shape_details(source: ir.Operation | ir.Value, t: object) -> tuple[object, tuple[int, ...] | None]:
-    """`t` with the `<=` bounds the text wrote, and the layout (dialects.edit.written_shape)."""
-    written, layout = edit.written_shape(source)
-    if not isinstance(t, ArrayType) or not isinstance(written, ArrayType):
-        return t, None
-    if written.bounded and len(written.bounded) == t.rank:
-        t = ArrayType(t.element, t.dims, written.bounded)
-    return t, layout
-
-
-def _str_attr(attrs: ir.OpAttributeMap | ir.DictAttr, name: str) -> str | None:
-    return ir.StringAttr(attrs[name]).value if name in attrs else None
-
-
-def _constant_value(op: ir.Operation) -> object | None:
-    """Small integer constants (the ones runtime offsets fold to), decoded as the interpreter does."""
-    if "value" not in op.attributes:
+def _index_constant(view: Instruction) -> object | None:
+    """A small integer constant's value (the ones runtime offsets fold to; larger ones stay undecoded)."""
+    t = view.static_type
+    if not isinstance(t, ArrayType) or t.num_elements > _MAX_CONSTANT_ELEMENTS:
         return None
-    result = from_mlir_type(op.results[0].type)
-    if not isinstance(result, ArrayType) or result.num_elements > _MAX_CONSTANT_ELEMENTS:
+    if not (t.element.is_integer or t.element.is_pred):
         return None
-    if not (result.element.is_integer or result.element.is_pred):
+    arr = view.constant
+    if not isinstance(arr, np.ndarray):
         return None
-    arr = attr_to_array(op.attributes["value"], result)
     return arr if arr.ndim else arr.item()
 
 
 def instruction(op: ir.Operation | ir.OpView) -> Instr:
-    """The protocol view of an hlo-dialect op (cached per op)."""
+    """The protocol view of an hlo-dialect op (cached per op), built from its `Instruction` view."""
     op = op.operation
     cache = _cache(op)
     hit = cache.get(op)
     if hit is not None:
         return hit
-    t = _result_type(op)
-    t, layout = _shape_details(op, t)
-    attrs = decode_all(op.attributes)
-    opcode = opcode_of(op)
-    if opcode == "constant":
-        value = _constant_value(op)
+    view = Instruction(op)
+    attrs = view.attrs
+    if view.opcode == "constant":
+        value = _index_constant(view)
         if value is not None:
-            attrs["value"] = value
+            attrs = {**attrs, "value": value}
     called = []
-    if opcode == "fusion" and isinstance(attrs.get("calls"), str):
+    if view.opcode == "fusion" and isinstance(attrs.get("calls"), str):
         called = [attrs["calls"]]
-    elif opcode == "call" and isinstance(attrs.get("to_apply"), str):
+    elif view.opcode == "call" and isinstance(attrs.get("to_apply"), str):
         called = [attrs["to_apply"]]
-    instr = Instr(opcode, _str_attr(op.attributes, "hlo.name") or op.name, t, layout, attrs, op,
-                  list(op.operands), called)
+    if len(op.results) == 1:
+        t, layout = view.type, view.layout
+    else:
+        t, layout = _result_type(op), None
+    instr = Instr(view.opcode, view.name, t, layout, attrs, op, list(op.operands), called)
     cache[op] = instr
     return instr
 
 
-def _result_type(op: ir.Operation) -> object:
-    if len(op.results) == 1:
-        return from_mlir_type(op.results[0].type)
+def _result_type(op: ir.Operation) -> TupleType:
+    """An op with other than one result (the view reads the first) as a tuple of its results."""
     return TupleType(tuple(from_mlir_type(r.type) for r in op.results))
 
 
@@ -153,11 +139,11 @@ def parameter(arg: ir.BlockArgument) -> Instr:
     hit = cache.get(key)
     if hit is not None:
         return hit
-    arg_attrs = func.attributes["arg_attrs"] if "arg_attrs" in func.attributes else None
-    details = ir.DictAttr(arg_attrs[arg.arg_number]) if arg_attrs is not None else None
-    name = _str_attr(details, "hlo.name") if details is not None else None
-    t, layout = _shape_details(arg, from_mlir_type(arg.type))
-    instr = Instr("parameter", name or f"param_{arg.arg_number}", t, layout,
+    name = None
+    if "arg_attrs" in func.attributes:
+        details = ir.DictAttr(ir.ArrayAttr(func.attributes["arg_attrs"])[arg.arg_number])
+        name = ir.StringAttr(details[NAME]).value if NAME in details else None
+    instr = Instr("parameter", name or f"param_{arg.arg_number}", edit.bounded_type(arg), edit.layout_of(arg),
                   {"parameter_number": arg.arg_number}, arg)
     cache[key] = instr
     return instr
