@@ -39,6 +39,7 @@ ENTRY e {
   c = s32[] constant(0)
   ds = f32[10,1000] dynamic-slice(a, of, c), dynamic_slice_sizes={10,1000}
   b = f32[<=4,8]{0,1} parameter(2)
+  bc = f32[<=4,8]{0,1} copy(b)
   ROOT fu = f32[1000,1000] fusion(a), kind=kLoop, calls=f
 }
 """
@@ -68,6 +69,9 @@ def test_adapter_fields() -> None:
     assert ds.operands[2].attrs["value"] == 0
     b = find_instr(module.mlir, "b")
     assert b.layout == (0, 1) and isinstance(b.result_type, ArrayType) and b.result_type.bounded == (True, False)
+    bc = find_instr(module.mlir, "bc")
+    assert bc.layout == (0, 1) and bc.result_type == b.result_type
+    assert find_instr(module.mlir, "transpose_p0").layout == (0, 1)
     fu = find_instr(module.mlir)
     assert fu.name == "fu" and fu.called[0].root.name == "a0"
     assert [p.name for p in fu.called[0].parameters] == ["p0"]
