@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from mlir import ir
 
-from hlo_mlir.shape_text import parse_array_shape
+from hlo_mlir.shape_text import ShapeError, parse_array_shape
 from hlo_mlir.types import DYNAMIC, ArrayType, HloType, TupleType
 
 MINOR_TO_MAJOR = "minor_to_major"
@@ -190,3 +190,40 @@ def leaves(w: Written | None, t: HloType) -> list[WrittenArray | None]:
         ws = w if isinstance(w, tuple) and w is not None and fits(t, w) else (None,) * len(t.elements)
         return [leaf for te, we in zip(t.elements, ws) for leaf in leaves(we, te)]
     return [w if isinstance(w, WrittenArray) and fits(t, w) else None]
+
+
+@dataclass(frozen=True)
+class WrittenShape:
+    """A shape written inside an attribute (an operand_layout_constraints entry): its text, type and layout."""
+
+    text: str
+    type: HloType
+    written: Written
+
+    @property
+    def leaf_layouts(self) -> list[tuple[int, ...] | None]:
+        """The minor-to-major layout of each array leaf, depth-first (None: none written)."""
+        return [w.minor_to_major if w is not None else None for w in leaves(self.written, self.type)]
+
+
+def _type_of_text(text: str) -> HloType:
+    text = text.strip()
+    if text.startswith("("):
+        return TupleType(tuple(_type_of_text(e) for e in _split_tuple(text)))
+    return parse_array_shape(text)[0]
+
+
+def operand_layout_constraints(text: str) -> list[WrittenShape]:
+    """A custom-call's `operand_layout_constraints={s0, s1, ...}` decoded, one shape per entry: the one
+    reading the verifier, the interpreter's LAPACK calls and the StableHLO printer share. ShapeError
+    (shape_text) when it is not a brace list of well-formed shapes."""
+    inner = text.strip()
+    if not (inner.startswith("{") and inner.endswith("}")):
+        raise ShapeError(f"operand_layout_constraints must be a list of shapes like {{f32[2]{{0}}}}, got {text}")
+    out = []
+    for i, s in enumerate(_split_tuple(inner)):
+        try:
+            out.append(WrittenShape(s, _type_of_text(s), from_text(s)))
+        except ShapeError as e:
+            raise ShapeError(f"operand_layout_constraints shape {i}: {e}") from None
+    return out

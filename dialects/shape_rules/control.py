@@ -114,24 +114,19 @@ def after_all(ops: Sequence[HloType], ctx: Ctx) -> HloType:
 
 
 def _check_operand_layouts(ops: Sequence[HloType], text: str) -> None:
-    """operand_layout_constraints: one shape per operand, each with the operand's shape."""
-    from hlo_mlir.dialects import split_top
+    """operand_layout_constraints: one shape per operand, each array shape the operand's shape."""
+    from hlo_mlir.dialects.layout import operand_layout_constraints
     from hlo_mlir.shape_text import ShapeError as ShapeTextError
-    from hlo_mlir.shape_text import parse_array_shape
 
-    inner = text.strip()
-    shapes = split_top(inner[1:-1], "([{", ")]}") if inner.startswith("{") and inner.endswith("}") else None
-    if shapes is None:
-        raise ShapeError(f"operand_layout_constraints must be a list of shapes like {{f32[2]{{0}}}}, got {text}")
+    try:
+        shapes = operand_layout_constraints(text)
+    except ShapeTextError as e:
+        raise ShapeError(str(e)) from None
     if len(shapes) != len(ops):
         raise ShapeError(f"operand_layout_constraints has {len(shapes)} shape(s) for {len(ops)} operand(s)")
     for i, (s, o) in enumerate(zip(shapes, ops)):
-        try:
-            t = parse_array_shape(s)[0] if not s.startswith("(") else None
-        except ShapeTextError as e:
-            raise ShapeError(f"operand_layout_constraints shape {i}: {e}") from None
-        if t is not None and not compatible(t, o):
-            raise ShapeError(f"operand_layout_constraints shape {i} {s} does not match operand {i} {show(o)}")
+        if not isinstance(s.type, TupleType) and not compatible(s.type, o):
+            raise ShapeError(f"operand_layout_constraints shape {i} {s.text} does not match operand {i} {show(o)}")
 
 
 @rule("custom-call", "scan", declared=True)

@@ -63,11 +63,6 @@ def _pairs(low: Any, high: Any) -> str:
     return f"dense<[{body}]> : tensor<{len(low)}x2xi64>" if low else "dense<> : tensor<0x2xi64>"
 
 
-def _layout(shape_text: str) -> list[int] | None:
-    m = re.search(r"\]\{([0-9,]*)", shape_text)
-    return [int(x) for x in m.group(1).split(",") if x] if m else None
-
-
 class _Function:
     """The StableHLO lines of one computation, with its values' names."""
 

@@ -9,12 +9,11 @@ from typing import Any
 from mlir import ir
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects import edit, from_mlir_type, opcode_of
+from hlo_mlir.dialects import edit, from_mlir_type, layout, opcode_of
 from hlo_mlir.frontend.stablehlo_printer import (
     _array,
     _elements,
     _Function,
-    _layout,
     _list,
     _pairs,
     _quote,
@@ -407,8 +406,8 @@ def _custom_call(f: _Function, op: ir.Operation, attrs: dict[str, Any]) -> list[
         out["has_side_effect"] = "true"
     constraints = attrs.pop("operand_layout_constraints", None)
     if constraints is not None:
-        shapes = re.findall(r"[a-z0-9]+\[[0-9,]*\](?:\{[0-9,]*\})?", constraints)
-        out["operand_layouts"] = "[" + ", ".join(_index_layout(_layout(s) or []) for s in shapes) + "]"
+        layouts = [m2m or () for s in layout.operand_layout_constraints(constraints) for m2m in s.leaf_layouts]
+        out["operand_layouts"] = "[" + ", ".join(_index_layout(list(m2m)) for m2m in layouts) + "]"
         if edit.written(op) is not None:  # the result's layouts, where the text wrote them
             leaves = flatten(from_mlir_type(op.results[0].type))
             out["result_layouts"] = "[" + ", ".join(

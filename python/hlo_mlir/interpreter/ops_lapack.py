@@ -86,24 +86,16 @@ def _char(op: OpView, config: dict[str, Any], name: str, default: str | None = N
     return letter
 
 
-_SHAPE = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\](?:\{([^}]*)\})?")
-
-
-def _layouts(op: OpView, text: str | None) -> list[tuple[int, ...] | None]:
-    """Minor-to-major layouts of the array leaves of a shape text, in order (None: default)."""
-    if not text:
-        return []
-    out: list[tuple[int, ...] | None] = []
-    for m in _SHAPE.finditer(text):
-        body = (m.group(1) or "").split(":")[0].strip()
-        if body and not re.fullmatch(r"\d+(\s*,\s*\d+)*", body):
-            raise InterpreterError(op, f"layout {{{body}}} of {m.group(0)} is not a list of dimension numbers")
-        out.append(tuple(int(x) for x in body.split(",")) if body else None)
-    return out
-
-
 def operand_layouts(op: OpView, n: int) -> list[tuple[int, ...] | None]:
-    found = _layouts(op, op.attrs.get("operand_layout_constraints"))
+    """Minor-to-major layouts of the array leaves of operand_layout_constraints, in order (None: default)."""
+    from hlo_mlir.dialects.layout import operand_layout_constraints
+    from hlo_mlir.shape_text import ShapeError
+
+    text = op.attrs.get("operand_layout_constraints")
+    try:
+        found = [m2m for s in operand_layout_constraints(text) for m2m in s.leaf_layouts] if text else []
+    except ShapeError as e:
+        raise InterpreterError(op, str(e)) from None
     return (found + [None] * n)[:n]
 
 
