@@ -19,7 +19,7 @@ from hlo_mlir.analysis.op_maps import compute_input_to_output_indexing, compute_
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import NAME, edit, from_mlir_type, opcode_of
 from hlo_mlir.dialects.instruction import Instruction
-from hlo_mlir.types import ArrayType, TupleType
+from hlo_mlir.types import ArrayType
 
 # Constants larger than this are not turned into NumPy: only small index constants get folded.
 _MAX_CONSTANT_ELEMENTS = 1024
@@ -117,18 +117,9 @@ def instruction(op: ir.Operation | ir.OpView) -> Instr:
         called = [attrs["calls"]]
     elif view.opcode == "call" and isinstance(attrs.get("to_apply"), str):
         called = [attrs["to_apply"]]
-    if len(op.results) == 1:
-        t, layout = view.type, view.layout
-    else:
-        t, layout = _result_type(op), None
-    instr = Instr(view.opcode, view.name, t, layout, attrs, op, list(op.operands), called)
+    instr = Instr(view.opcode, view.name, view.type, view.layout, attrs, op, list(op.operands), called)
     cache[op] = instr
     return instr
-
-
-def _result_type(op: ir.Operation) -> TupleType:
-    """An op with other than one result (the view reads the first) as a tuple of its results."""
-    return TupleType(tuple(from_mlir_type(r.type) for r in op.results))
 
 
 def parameter(arg: ir.BlockArgument) -> Instr:
