@@ -15,6 +15,7 @@ from importlib import resources
 from mlir import ir
 from mlir.dialects import irdl
 
+from hlo_mlir.diagnostics import SourceLocation
 from hlo_mlir.types import BY_HLO, BY_MLIR, DYNAMIC, ArrayType, HloType, OpaqueType, TokenType, TupleType
 
 NAMESPACE = "hlo"
@@ -123,6 +124,12 @@ def source_location(loc: ir.Location) -> tuple[str, int, int] | None:
     """(file, line, col) an op was imported from: the first file location inside `loc` (a call site's
     callee, the first of a fused location: passes fuse them); None for unknown."""
     return next(source_locations(loc), None)
+
+
+def location_text(found: tuple[str, int, int], file: bool = True) -> str:
+    """A source location as text: `file:line:col` as diagnostics print it, or `line:col` (`file=False`),
+    the key under which outline-kernels records a kernel's positions and the profile names them back."""
+    return str(SourceLocation(*found)) if file else f"{found[1]}:{found[2]}"
 
 
 # The dialects whose ops Python code builds (op builders do not load their dialect: in a context allowing

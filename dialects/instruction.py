@@ -16,7 +16,9 @@ import numpy as np
 from mlir import ir
 
 from hlo_mlir.diagnostics import SourceLocation
-from hlo_mlir.dialects import ASYNC_WRAPPED, ELIDED, NAME, edit, from_mlir_type, layout, opcode_of, source_location
+from hlo_mlir.dialects import (
+    ASYNC_WRAPPED, ELIDED, NAME, edit, from_mlir_type, layout, location_text, opcode_of, source_location,
+)
 from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.dialects.constants import constant_value
 from hlo_mlir.types import ArrayType, HloType
@@ -105,7 +107,7 @@ class Instruction:
     def location_text(self) -> str:
         """`file:line:col` for messages; `<unknown>` for an op without a file location."""
         found = self.source
-        return f"{found[0]}:{found[1]}:{found[2]}" if found else "<unknown>"
+        return location_text(found) if found else "<unknown>"
 
     @property
     def is_elided(self) -> bool:

@@ -29,7 +29,7 @@ import math
 from mlir import ir
 from mlir.dialects import arith, builtin, func, llvm
 
-from hlo_mlir.dialects import source_locations
+from hlo_mlir.dialects import location_text, source_locations
 
 KERNEL_ATTR = "hlo.locations"
 SITE_ATTR = "hlo.kernel_site"  # on each kernel call: its number (the --profile counter it uses)
@@ -72,8 +72,8 @@ class _Scan:
         for region in op.regions:
             for block in region.blocks:
                 self.inside.update(block.arguments)
-        for _, line, col in source_locations(op.location):
-            n = f"{line}:{col}"
+        for found in source_locations(op.location):
+            n = location_text(found, file=False)
             if n not in self.locations:
                 self.locations.append(n)
         return ir.WalkResult.ADVANCE

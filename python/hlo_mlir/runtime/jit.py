@@ -271,7 +271,7 @@ def _kernel_instructions(module: Any, locations: dict[str, list[str]]) -> dict[s
     """Kernel call site -> names of the HLO instructions at its source locations."""
     from mlir import ir
 
-    from hlo_mlir.dialects import source_location
+    from hlo_mlir.dialects import location_text, source_location
 
     at: dict[str, str] = {}
 
@@ -279,7 +279,7 @@ def _kernel_instructions(module: Any, locations: dict[str, list[str]]) -> dict[s
         if "hlo.name" in op.attributes:
             found = source_location(op.location)
             if found:
-                at.setdefault(f"{found[1]}:{found[2]}", ir.StringAttr(op.attributes["hlo.name"]).value)
+                at.setdefault(location_text(found, file=False), ir.StringAttr(op.attributes["hlo.name"]).value)
         return ir.WalkResult.ADVANCE
 
     module.mlir.operation.walk(visit)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
-from hlo_mlir.dialects import NAME, SHAPE, edit, from_mlir_type, opcode_of, source_location
+from hlo_mlir.dialects import NAME, SHAPE, edit, from_mlir_type, location_text, opcode_of, source_location
 from hlo_mlir.frontend.ir_gen import MODULE_NAME
 from hlo_mlir.module import Module
 
@@ -93,7 +93,7 @@ def _attribute_text(attr: ir.Attribute) -> str:
 
 def _location(op: ir.Operation | ir.Value) -> str:
     found = source_location(op.location)
-    return "{}:{}:{}".format(*found) if found else ""
+    return location_text(found) if found else ""
 
 
 def build(module: Module) -> Graph:
