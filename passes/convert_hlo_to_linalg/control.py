@@ -10,7 +10,6 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, bufferization, scf
 
-from hlo_mlir.dialects import ASYNC_WRAPPED
 from hlo_mlir.passes.convert_hlo_to_linalg.core import RULES, Rewriter, leaves, pred_load, rule, scalar_of, tensor_type
 from hlo_mlir.types import ArrayType, HloType, TupleType
 
@@ -141,7 +140,7 @@ def async_start(rw: Rewriter) -> list[ir.Value]:
     if "calls" in rw.attrs:
         results = rw.inline(_name(rw.attrs["calls"]), args)
     else:
-        wrapped = ir.StringAttr(rw.op.attributes[ASYNC_WRAPPED]).value
+        wrapped = rw.inst.wrapped_opcode
         lower = RULES.get(wrapped)
         if lower is None:
             raise rw.error(f"no lowering for '{wrapped}' yet")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Callable, Sequence
 
 from mlir import ir
@@ -10,8 +11,8 @@ from mlir.dialects import arith, func, linalg, tensor
 from mlir.dialects import complex as cplx
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import edit, from_mlir_type, opcode_of, source_location
-from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.dialects import edit, from_mlir_type, opcode_of
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.types import ArrayType, ElementType, HloType, TokenType, TupleType
 
 Rule = Callable[["Rewriter"], Sequence[ir.Value]]
@@ -161,8 +162,9 @@ def _erase_unused_wrappers(ip: ir.InsertionPoint, start: int) -> None:
 
 
 def location_of(op: ir.Operation, filename: str) -> SourceLocation | None:
-    found = source_location(op.location)
-    return SourceLocation(found[0] or filename, found[1], found[2]) if found else None
+    """Where `op` was read from (the instruction view's location), a location without a file in `filename`."""
+    loc = Instruction(op).location
+    return replace(loc, file=loc.file or filename) if loc else None
 
 
 class Converter:
@@ -272,9 +274,14 @@ class Rewriter:
         self.op = op
         self.opcode = opcode
         self._values = values
-        self.attrs = decode_all(op.attributes)
+        self.inst = Instruction(op)  # what the rule reads of the HLO instruction: attributes, types
         # Inside `inline_scalar`: rank-0 `generic`s are emitted as their bare body (no linalg op, no buffer).
         self.scalar = scalar
+
+    @property
+    def attrs(self) -> dict:
+        """The instruction's HLO attributes, decoded once by its view."""
+        return self.inst.attrs
 
     # --- operands and types -------------------------------------------------------------------
     @property
@@ -296,10 +303,10 @@ class Rewriter:
         return [self.operand(i) for i in range(self.num_operands)]
 
     def hlo_operand_type(self, i: int) -> HloType:
-        return from_mlir_type(self.op.operands[i].type)
+        return self.inst.operand_types[i]
 
     def hlo_result_type(self, i: int = 0) -> HloType:
-        return from_mlir_type(self.op.results[i].type)
+        return self.inst.static_type if i == 0 else from_mlir_type(self.op.results[i].type)
 
     def operand_element(self, i: int) -> ElementType:
         t = self.hlo_operand_type(i)

@@ -19,7 +19,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
 from hlo_mlir.dialects import opcode_of
-from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.passes.convert_hlo_to_linalg.core import (NARROW_FLOATS, SUPPORTED_FLOATS, Rewriter, element_mlir_type,
                                                         rule)
 from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import complex_add, complex_mul, complex_zero, convert_scalar
@@ -101,7 +101,7 @@ def _transposed_by_user(rw: Rewriter, nb: int, nlf: int, nrf: int) -> bool:
     if opcode_of(user) != "transpose":
         return False
     want = [*range(nb), *range(nb + nlf, nb + nlf + nrf), *range(nb, nb + nlf)]
-    return list(decode_all(user.attributes)["dimensions"]) == want
+    return list(Instruction(user).attrs["dimensions"]) == want
 
 
 def _swapped_kernel(rw: Rewriter, lb: list[int], rb: list[int], lc: list[int], rc: list[int]) -> ir.Value:
