@@ -26,7 +26,8 @@ from collections.abc import Hashable, Mapping
 from mlir import ir
 
 from hlo_mlir.dialects import edit, opcode_of
-from hlo_mlir.dialects.attributes import decode_all, encode_value
+from hlo_mlir.dialects.attributes import encode_value
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.passes import collective_combiners as cc
 from hlo_mlir.types import ArrayType
 
@@ -34,7 +35,7 @@ PASS = "all-gather-combiner"
 
 
 def _dimension(op: ir.Operation) -> int:
-    (dim,) = decode_all(op.attributes)["dimensions"]
+    (dim,) = Instruction(op).attrs["dimensions"]
     return int(dim)
 
 
@@ -43,8 +44,9 @@ def _key(op: ir.Operation, by_dim: bool, different_dtypes: bool) -> Hashable | N
         return None
     t = edit.type_of(op.results[0])
     element = None if different_dtypes or not isinstance(t, ArrayType) else t.element.hlo
-    return (_dimension(op) if by_dim else None, element, "channel_id" in op.attributes,
-            cc.bool_attr(op, "use_global_device_ids"), cc.replica_groups(op))
+    ins = Instruction(op)
+    return (_dimension(op) if by_dim else None, element, "channel_id" in ins.attrs,
+            cc.bool_attr(ins, "use_global_device_ids"), cc.replica_groups(ins))
 
 
 def _most_frequent_dimension(group: list[ir.Operation]) -> int:
@@ -74,7 +76,7 @@ def run(module: ir.Module, options: Mapping[str, str]) -> bool:
     if threshold_bytes <= 0 or threshold_count <= 0:
         return False
     fns = edit.functions(module)
-    if any(opcode_of(op) == "all-gather" and cc.bool_attr(op, "constrain_layout")
+    if any(opcode_of(op) == "all-gather" and cc.bool_attr(Instruction(op), "constrain_layout")
            for fn in fns.values() for op in edit.instructions(fn)):
         return False
     names = edit.Names(module)

@@ -24,6 +24,7 @@ from collections.abc import Hashable, Mapping
 from mlir import ir
 
 from hlo_mlir.dialects import edit, opcode_of
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.dialects.traits import reducer_kind
 from hlo_mlir.passes import collective_combiners as cc
 
@@ -40,8 +41,9 @@ def _key(op: ir.Operation, fns: Mapping[str, ir.Operation]) -> Hashable | None:
         return None
     root = body[0]
     function = reducer_kind(reduction) or name
-    return (opcode_of(root), str(root.results[0].type), function, "channel_id" in op.attributes,
-            cc.bool_attr(op, "use_global_device_ids"), cc.replica_groups(op))
+    ins = Instruction(op)
+    return (opcode_of(root), str(root.results[0].type), function, "channel_id" in ins.attrs,
+            cc.bool_attr(ins, "use_global_device_ids"), cc.replica_groups(ins))
 
 
 def run(module: ir.Module, options: Mapping[str, str]) -> bool:
@@ -50,7 +52,7 @@ def run(module: ir.Module, options: Mapping[str, str]) -> bool:
     if threshold_bytes <= 0 or threshold_count <= 0:
         return False
     fns = edit.functions(module)
-    if any(opcode_of(op) == "all-reduce" and cc.bool_attr(op, "constrain_layout")
+    if any(opcode_of(op) == "all-reduce" and cc.bool_attr(Instruction(op), "constrain_layout")
            for fn in fns.values() for op in edit.instructions(fn)):
         return False
     names = edit.Names(module)

@@ -21,7 +21,7 @@ import numpy as np
 from mlir import ir
 
 from hlo_mlir.dialects import edit, opcode_of
-from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.frontend.literals import array_to_attr
 from hlo_mlir.types import DYNAMIC, ArrayType, TupleType
 
@@ -33,7 +33,7 @@ class _Emitter:
 
     def __init__(self, bn: ir.Operation, module: ir.Module, names: edit.Names, adders: dict[str, str]) -> None:
         self.bn, self.module, self.names, self.adders = bn, module, names, adders
-        self.attrs = decode_all(bn.attributes)
+        self.attrs = Instruction(bn).attrs
         self.x_type: ArrayType = edit.type_of(bn.operands[0])  # type: ignore[assignment]
         self.f_type: ArrayType = edit.type_of(bn.operands[1])  # type: ignore[assignment]
         self.feature = int(self.attrs["feature_index"])

@@ -20,7 +20,7 @@ from mlir import ir
 
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import SHAPE, edit, opcode_of
-from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.passes.instruction_order import ancestors, post_order, restore_order
 from hlo_mlir.types import ArrayType, HloType, TupleType
 
@@ -50,13 +50,13 @@ def bool_option(pass_name: str, options: Mapping[str, str], key: str, default: b
     return text == "true"
 
 
-def replica_groups(op: ir.Operation) -> tuple[tuple[int, ...], ...]:
+def replica_groups(ins: Instruction) -> tuple[tuple[int, ...], ...]:
     """The replica groups as lists of ids (the iota form expanded, as XLA's key reads them)."""
-    return tuple(decode_all(op.attributes).get("replica_groups", ()))
+    return tuple(ins.attrs.get("replica_groups", ()))
 
 
-def bool_attr(op: ir.Operation, key: str) -> bool:
-    return key in op.attributes and ir.BoolAttr(op.attributes[key]).value
+def bool_attr(ins: Instruction, key: str) -> bool:
+    return bool(ins.attrs.get(key, False))
 
 
 def byte_size(t: ArrayType) -> int:
@@ -137,8 +137,7 @@ def combine(group: Sequence[ir.Operation], opcode: str, operands: Sequence[ir.Va
         if value is not None:
             mlir_attrs[key] = value
     if any("sharding" in g.attributes for g in group):
-        parts = [ir.StringAttr(g.attributes["sharding"]).value if "sharding" in g.attributes else "{replicated}"
-                 for g in group]
+        parts = [Instruction(g).attrs.get("sharding", "{replicated}") for g in group]
         mlir_attrs["sharding"] = ir.StringAttr.get("{" + ", ".join(parts) + "}")
     with ir.InsertionPoint(edit.return_op(fn)):
         return edit.create(opcode, operands, TupleType(tuple(elements)), name=names.fresh(opcode), loc=first.location,

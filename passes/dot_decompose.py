@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 from mlir import ir
 
 from hlo_mlir.dialects import edit, opcode_of
-from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.types import DYNAMIC, ArrayType
 
 DIM_ATTRS = ("lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims", "rhs_contracting_dims")
@@ -65,7 +65,7 @@ def _decompose(dot: ir.Operation, names: edit.Names) -> bool:
     lt, rt, out = edit.type_of(lhs), edit.type_of(rhs), edit.type_of(dot.results[0])
     if not all(isinstance(t, ArrayType) and DYNAMIC not in t.dims for t in (lt, rt, out)):
         return False
-    attrs = decode_all(dot.attributes)
+    attrs = Instruction(dot).attrs
     lb, rb, lc, rc = (tuple(attrs.get(k, ())) for k in DIM_ATTRS)
     if _canonical(lt, lc, lb) and _canonical(rt, rc, rb):  # type: ignore[arg-type]
         return False

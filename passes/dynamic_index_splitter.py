@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from mlir import ir
 
 from hlo_mlir.dialects import NAME, edit, opcode_of
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.types import DYNAMIC, ArrayType, HloType
 
 _FIRST_INDEX = {"dynamic-slice": 1, "dynamic-update-slice": 2}
@@ -64,7 +65,7 @@ def _composite_bodies(module: ir.Module) -> set[str]:
     """Computations a composite call runs (XLA's pass skips them, as it skips fusion computations)."""
     return {
         c for fn in edit.functions(module).values() for op in edit.instructions(fn)
-        if opcode_of(op) == "call" and "is_composite" in op.attributes and ir.BoolAttr(op.attributes["is_composite"]).value
+        if opcode_of(op) == "call" and Instruction(op).attrs.get("is_composite", False)
         for c in edit.callees(op)
     }  # fmt: skip
 

@@ -46,7 +46,8 @@ from hlo_mlir.analysis import output_to_input_maps
 from hlo_mlir.analysis.dialect import clear_cache
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import SHAPE, edit, opcode_of, to_mlir_type
-from hlo_mlir.dialects.attributes import decode_all, encode_value
+from hlo_mlir.dialects.attributes import encode_value
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.dialects.traits import ELEMENTWISE
 from hlo_mlir.passes.instruction_order import ancestors, post_order, restore_order
 from hlo_mlir.types import ArrayType, HloType, TupleType
@@ -234,12 +235,12 @@ _CONTROL_FLOW = {"while": ("condition", "body"), "conditional": ("true_computati
 
 
 def _called(op: ir.Operation, keys: tuple[str, ...]) -> list[str]:
+    attrs = Instruction(op).attrs
     out: list[str] = []
     for key in keys:
-        if key in op.attributes:
-            attr = op.attributes[key]
-            refs = list(attr) if isinstance(attr, ir.ArrayAttr) else [attr]
-            out += [ir.FlatSymbolRefAttr(a).value for a in refs]
+        if key in attrs:
+            names = attrs[key]
+            out += list(names) if isinstance(names, tuple) else [names]
     return out
 
 
@@ -290,7 +291,7 @@ def _sibling_fusible(op: ir.Operation, fns: Mapping[str, ir.Operation], effectfu
     if edit.has_custom_layout(op) or edit.has_side_effect_deep(op, effectful):
         return False
     if opcode_of(op) == "fusion":
-        if decode_all(op.attributes).get("kind") != "kLoop":
+        if Instruction(op).attrs.get("kind") != "kLoop":
             return False
         callee = _callee(op, fns)
         root = edit.defining_op(_root(callee))
@@ -393,7 +394,7 @@ def _rewire(op: ir.Operation, fusion: ir.Operation, offset: int, fns: Mapping[st
     if _outputs(op, fns) > 1:
         for use in list(op.results[0].uses):
             gte = use.owner
-            index = decode_all(gte.attributes)["index"]
+            index = Instruction(gte).attrs["index"]
             gte.operands[0] = fusion.results[0]
             gte.attributes["index"] = encode_value("index", index + offset)
     else:

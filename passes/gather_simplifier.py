@@ -29,7 +29,7 @@ import numpy as np
 from mlir import ir
 
 from hlo_mlir.dialects import NAME, SHAPE, edit, opcode_of
-from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.frontend.literals import array_to_attr
 from hlo_mlir.passes.dynamic_index_splitter import static_array
 from hlo_mlir.types import ArrayType
@@ -94,7 +94,7 @@ def _simplify(gather: ir.Operation, names: edit.Names) -> bool:
     ot, it, rt = edit.type_of(operand), edit.type_of(indices), edit.type_of(gather.result)
     if not all(static_array(edit.bounded_type(v)) for v in (operand, indices, gather.result)):
         return False
-    attrs = decode_all(gather.attributes)
+    attrs = Instruction(gather).attrs
     if attrs.get("operand_batching_dims") or attrs.get("start_indices_batching_dims"):
         return False
     b = Builder(gather, names)

@@ -41,7 +41,8 @@ from collections.abc import Mapping
 from mlir import ir
 
 from hlo_mlir.dialects import NAME, SHAPE, edit, opcode_of, to_mlir_type
-from hlo_mlir.dialects.attributes import decode_all, encode_value
+from hlo_mlir.dialects.attributes import encode_value
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.dialects.traits import ELEMENTWISE
 from hlo_mlir.passes.collective_combiners import bool_option
 from hlo_mlir.types import DYNAMIC, ArrayType
@@ -85,7 +86,7 @@ def _same_shape(a: ir.Value, b: ir.Value) -> bool:
 
 
 def _perm(transpose: ir.Operation) -> tuple[int, ...]:
-    return tuple(decode_all(transpose.attributes)["dimensions"])
+    return tuple(Instruction(transpose).attrs["dimensions"])
 
 
 def _inverse(perm: tuple[int, ...]) -> tuple[int, ...]:
@@ -178,7 +179,7 @@ def _trivially_rearranged(value: ir.Value, rearrange: ir.Operation, cheap_1d: bo
         return len(_users(value)) == 1
     if opcode != "broadcast":
         return False
-    dims = tuple(decode_all(op.attributes)["dimensions"])
+    dims = tuple(Instruction(op).attrs["dimensions"])
     if list(dims) != sorted(dims) or not all(0 <= d < _array(value).rank for d in dims):
         return False
     if opcode_of(rearrange) == "reshape":
@@ -217,7 +218,7 @@ def _elementwise(op: ir.Operation) -> bool:
         if _array(op.operands[0]).element.bits != _array(op.result).element.bits:
             return False
     elif opcode == "map":  # elementwise when it maps over every dimension in order
-        if tuple(decode_all(op.attributes).get("dimensions", ())) != tuple(range(_array(op.result).rank)):
+        if tuple(Instruction(op).attrs.get("dimensions", ())) != tuple(range(_array(op.result).rank)):
             return False
     elif opcode not in ELEMENTWISE:
         return False

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from mlir import ir
 
 from hlo_mlir.dialects import NAME, edit, opcode_of
-from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.passes.dynamic_index_splitter import static_array
 from hlo_mlir.passes.gather_simplifier import Builder
 from hlo_mlir.types import ArrayType
@@ -61,7 +61,7 @@ def _simplify(module: ir.Module, scatter: ir.Operation, names: edit.Names) -> bo
     operands, indices, updates = values[:n], values[n], values[n + 1:]
     if not all(static_array(edit.bounded_type(v)) for v in values):
         return False
-    attrs = decode_all(scatter.attributes)
+    attrs = Instruction(scatter).attrs
     if attrs.get("input_batching_dims") or attrs.get("scatter_indices_batching_dims"):
         return False
     window = tuple(attrs.get("update_window_dims", ()))

@@ -30,7 +30,7 @@ from mlir import ir
 from hlo_mlir.attr_types import Window
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import edit, opcode_of
-from hlo_mlir.dialects.attributes import decode_all
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.types import DYNAMIC, ArrayType
 
 DEFAULT_WINDOW = 32  # XLA's default, the size XLA:CPU's pipeline uses
@@ -60,7 +60,7 @@ def _split(op: ir.Operation, w: int, names: edit.Names) -> bool:
     if len(op.operands) != 2 or not isinstance(edit.type_of(op.result), ArrayType):
         return False  # a variadic reduce
     assert isinstance(source, ArrayType)
-    dims = set(decode_all(op.attributes)["dimensions"])
+    dims = set(Instruction(op).attrs["dimensions"])
     if not all(0 <= d < source.rank for d in dims):
         return False  # a module loaded without verification: the reduce's own rule is broken
     written, _ = edit.written_shape(op.operands[0])  # bounds (`<=N`) are written in `hlo.shape` only
@@ -88,8 +88,7 @@ def _skipped(module: ir.Module) -> set[str]:
     skipped = edit.fusion_computations(module)
     for fn in edit.functions(module).values():
         for op in edit.instructions(fn):
-            if opcode_of(op) == "call" and "is_composite" in op.attributes and ir.BoolAttr(
-                    op.attributes["is_composite"]).value:
+            if opcode_of(op) == "call" and Instruction(op).attrs.get("is_composite", False):
                 skipped.update(edit.callees(op))
     return skipped
 

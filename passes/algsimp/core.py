@@ -10,7 +10,6 @@ import numpy as np
 from mlir import ir
 
 from hlo_mlir.dialects import edit, opcode_of, traits
-from hlo_mlir.dialects.attributes import decode_all
 from hlo_mlir.frontend.literals import array_to_attr
 from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.types import ArrayType
@@ -85,7 +84,8 @@ def producer(value: ir.Value, *opcodes: str) -> ir.Operation | None:
 
 
 def attrs(op: ir.Operation) -> dict:
-    return decode_all(op.attributes)
+    """The op's HLO attributes decoded, as the instruction view gives them."""
+    return Instruction(op).attrs
 
 
 def array(value: ir.Value) -> ArrayType | None:

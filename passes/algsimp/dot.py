@@ -44,7 +44,7 @@ def _unreduced_user(op: ir.Operation) -> bool:
     """A user annotates the result as unreduced (a partial sum across devices): XLA keeps such dots."""
     for use in op.results[0].uses:
         user = use.owner
-        if "sharding" in user.attributes and "unreduced" in str(user.attributes["sharding"]):
+        if "unreduced" in attrs(user).get("sharding", ""):
             return True
     return False
 
