@@ -14,7 +14,7 @@ from mlir import ir
 from hlo_mlir.dialects import NAME, OPCODES, POSITION, SHAPE, from_mlir_type, layout, opcode_of, to_mlir_type
 from hlo_mlir.dialects.attributes import encode_value, unquote
 from hlo_mlir.dialects.traits import SIDE_EFFECTING
-from hlo_mlir.types import ArrayType, HloType
+from hlo_mlir.types import ArrayType, HloType, TupleType
 
 
 
@@ -117,6 +117,22 @@ def shape_text(value: ir.Value | ir.Operation) -> str | None:
         return None
     result = value.results[0] if isinstance(value, ir.Operation) else value
     return layout.text(from_mlir_type(result.type), w)
+
+
+def nothing_written(t: HloType) -> layout.Written:
+    """The written shape of `t` saying nothing beyond the type (an empty entry per array leaf)."""
+    return tuple(nothing_written(e) for e in t.elements) if isinstance(t, TupleType) else layout.WrittenArray()
+
+
+def written_fitting(value: ir.Value | ir.Operation) -> layout.Written | None:
+    """What was written for a result or parameter where it fits the type (else `nothing_written`, as
+    `shape_text` then spells the type alone); None where nothing was written. Passes composing the
+    `hlo.shape` of a new tuple from its parts' shapes use it."""
+    w = written(value)
+    if w is None:
+        return None
+    t = from_mlir_type((value.results[0] if isinstance(value, ir.Operation) else value).type)
+    return w if layout.fits(t, w) else nothing_written(t)
 
 
 def written_shape(value: ir.Value | ir.Operation) -> tuple[HloType | None, tuple[int, ...] | None]:

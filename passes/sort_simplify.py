@@ -17,6 +17,8 @@ from mlir import ir
 from mlir.dialects import func
 
 from hlo_mlir.dialects import NAME, SHAPE, edit, layout, opcode_of, to_mlir_type
+from hlo_mlir.dialects.attributes import encode_value
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.types import TupleType
 
 
@@ -27,7 +29,7 @@ def _read_elements(sort: ir.Operation) -> set[int] | None:
         user = use.owner
         if opcode_of(user) != "get-tuple-element":
             return None
-        read.add(ir.IntegerAttr(user.attributes["index"]).value)
+        read.add(Instruction(user).attrs["index"])
     return read
 
 
@@ -61,13 +63,13 @@ def _shrunk_comparator(module: ir.Module, comparator: ir.Operation, keep: list[i
     return name
 
 
-def _shape_attr(operands: list[ir.Value]) -> str | None:
-    """The `hlo.shape` of the new sort: its operands' written shapes, when any spells one."""
-    texts = [edit.shape_text(v) for v in operands]
-    if all(t is None for t in texts):
+def _shape(operands: list[ir.Value]) -> layout.Written | None:
+    """The written shape of the new sort: its operands' written shapes, when any has one."""
+    written = [edit.written_fitting(v) for v in operands]
+    if all(w is None for w in written):
         return None
-    parts = [t if t is not None else str(edit.type_of(v)) for t, v in zip(texts, operands)]
-    return parts[0] if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+    parts = [w if w is not None else edit.nothing_written(edit.type_of(v)) for w, v in zip(written, operands)]
+    return parts[0] if len(parts) == 1 else tuple(parts)
 
 
 def _simplify(module: ir.Module, sort: ir.Operation, names: edit.Names) -> bool:
@@ -88,20 +90,20 @@ def _simplify(module: ir.Module, sort: ir.Operation, names: edit.Names) -> bool:
     result_type = element_types[0] if len(keep) == 1 else TupleType(tuple(element_types))
     attrs = {k: v for k, v in edit.copy_attributes(sort).items() if k != SHAPE}
     attrs["to_apply"] = ir.FlatSymbolRefAttr.get(_shrunk_comparator(module, comparator, keep, names))
-    shape = _shape_attr(operands)
+    shape = _shape(operands)
     if shape is not None:
-        attrs[SHAPE] = layout.attr_of_text(shape)
+        attrs[SHAPE] = layout.to_attr(shape)
     with ir.InsertionPoint(sort):
         new_sort = ir.Operation.create(sort.name, results=[to_mlir_type(result_type)], operands=operands,
                                        attributes=attrs, loc=sort.location)
     for gte in [use.owner for use in sort.result.uses]:
-        old_index = ir.IntegerAttr(gte.attributes["index"]).value
+        old_index = Instruction(gte).attrs["index"]
         if len(keep) == 1:
             gte.result.replace_all_uses_with(new_sort.result)
             gte.erase()
         else:
             gte.operands[0] = new_sort.result
-            gte.attributes["index"] = ir.IntegerAttr.get(gte.attributes["index"].type, keep.index(old_index))
+            gte.attributes["index"] = encode_value("index", keep.index(old_index))
     sort.erase()
     return True
 

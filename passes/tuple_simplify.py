@@ -12,6 +12,7 @@ from typing import Mapping
 from mlir import ir
 
 from hlo_mlir.dialects import edit, opcode_of
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.types import TupleType
 
 
@@ -19,14 +20,14 @@ def _gte_of_tuple(op: ir.Operation) -> ir.Value | None:
     producer = edit.defining_op(op.operands[0])
     if producer is None or opcode_of(producer) != "tuple":
         return None
-    return producer.operands[ir.IntegerAttr(op.attributes["index"]).value]
+    return producer.operands[Instruction(op).attrs["index"]]
 
 
 def _tuple_of_gtes(op: ir.Operation) -> ir.Value | None:
     source: ir.Value | None = None
     for i, v in enumerate(op.operands):
         gte = edit.defining_op(v)
-        if gte is None or opcode_of(gte) != "get-tuple-element" or ir.IntegerAttr(gte.attributes["index"]).value != i:
+        if gte is None or opcode_of(gte) != "get-tuple-element" or Instruction(gte).attrs["index"] != i:
             return None
         if source is None:
             source = gte.operands[0]

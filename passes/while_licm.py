@@ -21,12 +21,12 @@ run at most once (which XLA skips) only for the counter pattern `while-simplify`
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from mlir import ir
 
 from hlo_mlir.dialects import NAME, SHAPE, edit, layout, opcode_of, to_mlir_type
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.passes import dce, tuple_simplify
 from hlo_mlir.passes.while_simplify import trip_count
 from hlo_mlir.types import ArrayType, HloType, TupleType
@@ -37,16 +37,16 @@ _BAIL_TARGETS = frozenset({"SPMDFullToShardShape", "SPMDShardShapeToFull", "Move
 
 
 def _target(op: ir.Operation) -> str | None:
-    if opcode_of(op) != "custom-call" or "custom_call_target" not in op.attributes:
+    if opcode_of(op) != "custom-call":
         return None
-    return ir.StringAttr(op.attributes["custom_call_target"]).value
+    return Instruction(op).attrs.get("custom_call_target")
 
 
 def _gte_index(op: ir.Operation, param: ir.Value) -> int | None:
     """i when `op` is get-tuple-element(param), index=i."""
     if opcode_of(op) != "get-tuple-element" or op.operands[0] != param:
         return None
-    return ir.IntegerAttr(op.attributes["index"]).value
+    return Instruction(op).attrs["index"]
 
 
 def _only_gte_uses(fn: ir.Operation) -> bool:
@@ -99,28 +99,13 @@ def _to_hoist(body: ir.Operation, effectful: set[str]) -> list[ir.Operation] | N
     return hoisted
 
 
-def _gte(state: ir.Value, index: int, t: HloType, shape: str | None, name: str, loc: ir.Location) -> ir.Value:
+def _gte(state: ir.Value, index: int, t: HloType, shape: layout.Written | None, name: str,
+         loc: ir.Location) -> ir.Value:
     """get-tuple-element at the insertion point, keeping the element's written shape (layout)."""
     op = edit.create("get-tuple-element", [state], t, {"index": index}, name=name, loc=loc)
     if shape is not None:
-        op.attributes[SHAPE] = layout.attr_of_text(shape)
+        op.attributes[SHAPE] = layout.to_attr(shape)
     return op.result
-
-
-def _elements(text: str) -> list[str]:
-    """The element shapes of a written tuple shape, split at its top-level commas."""
-    text = re.sub(r"/\*[^*]*\*/", "", text).strip()[1:-1]
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    last = text[start:].strip()
-    return parts + [last] if last else parts
 
 
 class _Outside:
@@ -138,7 +123,7 @@ class _Outside:
         index = _gte_index(op, self.param)
         with ir.InsertionPoint(self.loop):
             if index is not None:
-                new = _gte(self.loop.operands[0], index, edit.type_of(v), edit.shape_text(op),
+                new = _gte(self.loop.operands[0], index, edit.type_of(v), edit.written_fitting(op),
                            self.names.fresh(edit.name_of(op)), op.location)
             else:
                 operands = [self.copy(o) for o in op.operands]
@@ -161,7 +146,7 @@ def _fresh_function(module: ir.Module, fn: ir.Operation) -> ir.Operation:
     return copy
 
 
-def _widen_parameter(fn: ir.Operation, state: ir.Type, shape: str | None, returns_state: bool) -> None:
+def _widen_parameter(fn: ir.Operation, state: ir.Type, shape: layout.Written | None, returns_state: bool) -> None:
     """Give `fn` the wider state as its parameter (and as its result when it is the body)."""
     arg = edit.body(fn).arguments[0]
     arg.set_type(state)
@@ -171,7 +156,7 @@ def _widen_parameter(fn: ir.Operation, state: ir.Type, shape: str | None, return
         d = {a.name: a.attr for a in ir.DictAttr(ir.ArrayAttr(fn.attributes["arg_attrs"])[0])}
         d.pop(SHAPE, None)
         if shape is not None:
-            d[SHAPE] = layout.attr_of_text(shape)
+            d[SHAPE] = layout.to_attr(shape)
         fn.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d)])
 
 
@@ -184,13 +169,11 @@ def _hoist(module: ir.Module, loop: ir.Operation, names: edit.Names, effectful: 
     state_type = edit.type_of(loop.results[0])
     if not isinstance(state_type, TupleType):
         return False
-    if "frontend_attributes" in loop.attributes and "_xla_disable_loop_instr_hoisting" in str(
-        loop.attributes["frontend_attributes"]
-    ):
+    ins = Instruction(loop)
+    if "_xla_disable_loop_instr_hoisting" in ins.attrs.get("frontend_attributes", ""):
         return False
     fns = edit.functions(module)
-    cond, body = fns[ir.FlatSymbolRefAttr(loop.attributes["condition"]).value], fns[
-        ir.FlatSymbolRefAttr(loop.attributes["body"]).value]
+    cond, body = fns[ins.attrs["condition"]], fns[ins.attrs["body"]]
     root = edit.defining_op(edit.return_op(body).operands[0])
     if root is None or opcode_of(root) != "tuple" or not (_only_gte_uses(body) and _only_gte_uses(cond)):
         return False
@@ -206,16 +189,16 @@ def _hoist(module: ir.Module, loop: ir.Operation, names: edit.Names, effectful: 
     wide_mlir = to_mlir_type(wide)
     positions = [list(edit.instructions(body)).index(op) for op in hoisted]
     # Written shapes (layouts) of the state's elements and of the hoisted values, kept on every new value.
-    state_text = edit.shape_text(loop) or edit.shape_text(edit.body(body).arguments[0])
-    state_shapes = _elements(state_text) if state_text else None
-    if state_shapes is not None and len(state_shapes) != n:
-        state_shapes = None
-    hoisted_shapes = [edit.shape_text(op) for op in hoisted]
-    wide_shape = None
-    if state_shapes is not None or any(t is not None for t in hoisted_shapes):
-        parts = (state_shapes or [str(t) for t in state_type.elements]) + [
-            t or str(edit.type_of(v)) for t, v in zip(hoisted_shapes, extra)]
-        wide_shape = "(" + ", ".join(parts) + ")"
+    state_shape = edit.written_fitting(loop)
+    if state_shape is None:
+        state_shape = edit.written_fitting(edit.body(body).arguments[0])
+    state_shapes = list(state_shape) if isinstance(state_shape, tuple) and len(state_shape) == n else None
+    hoisted_shapes = [edit.written_fitting(op) for op in hoisted]
+    wide_shape: layout.Written | None = None
+    if state_shapes is not None or any(w is not None for w in hoisted_shapes):
+        parts = (state_shapes or [edit.nothing_written(t) for t in state_type.elements]) + [
+            w if w is not None else edit.nothing_written(edit.type_of(v)) for w, v in zip(hoisted_shapes, extra)]
+        wide_shape = tuple(parts)
 
     new_body, new_cond = _fresh_function(module, body), _fresh_function(module, cond)
     for old_fn, new_fn in ((body, new_body), (cond, new_cond)):  # a copy has its original's side effects
@@ -238,7 +221,7 @@ def _hoist(module: ir.Module, loop: ir.Operation, names: edit.Names, effectful: 
     new_root = edit.defining_op(ret.operands[0])
     attrs = {k: v for k, v in edit.copy_attributes(new_root).items() if k != SHAPE}
     if wide_shape is not None:
-        attrs[SHAPE] = layout.attr_of_text(wide_shape)
+        attrs[SHAPE] = layout.to_attr(wide_shape)
     with ir.InsertionPoint(ret):
         widened = ir.Operation.create(new_root.name, results=[wide_mlir], operands=list(new_root.operands) + threaded,
                                       attributes=attrs, loc=new_root.location)
@@ -257,7 +240,7 @@ def _hoist(module: ir.Module, loop: ir.Operation, names: edit.Names, effectful: 
         attrs["body"] = ir.FlatSymbolRefAttr.get(ir.StringAttr(new_body.attributes["sym_name"]).value)
         attrs["condition"] = ir.FlatSymbolRefAttr.get(ir.StringAttr(new_cond.attributes["sym_name"]).value)
         if wide_shape is not None:
-            attrs[SHAPE] = new_init.attributes[SHAPE] = layout.attr_of_text(wide_shape)
+            attrs[SHAPE] = new_init.attributes[SHAPE] = layout.to_attr(wide_shape)
         new_loop = ir.Operation.create(loop.name, results=[wide_mlir], operands=[new_init.result], attributes=attrs,
                                        loc=loop.location)
         results = [
@@ -266,8 +249,8 @@ def _hoist(module: ir.Module, loop: ir.Operation, names: edit.Names, effectful: 
             for i, t in enumerate(state_type.elements)
         ]
         narrow = edit.create("tuple", results, state_type, name=names.fresh(edit.name_of(loop)), loc=loop.location)
-        if state_text is not None:
-            narrow.attributes[SHAPE] = layout.attr_of_text(state_text)
+        if state_shape is not None:
+            narrow.attributes[SHAPE] = layout.to_attr(state_shape)
     edit.replace(loop, narrow.result)
     return True
 

@@ -43,7 +43,7 @@ def _reads_ivar(value: ir.Value, fn: ir.Operation, index: int | None) -> bool:
     op = edit.defining_op(value)
     return (
         op is not None and opcode_of(op) == "get-tuple-element" and op.operands[0] == param
-        and ir.IntegerAttr(op.attributes["index"]).value == index
+        and Instruction(op).attrs["index"] == index
     )  # fmt: skip
 
 
@@ -53,7 +53,7 @@ def _condition(cond: ir.Operation, index: int | None) -> tuple[str, np.generic, 
     if root is None or opcode_of(root) != "compare":
         return None
     lhs, rhs = root.operands
-    direction = ir.StringAttr(root.attributes["direction"]).value
+    direction = Instruction(root).attrs["direction"]
     if _reads_ivar(lhs, cond, index) and (bound := _scalar_constant(rhs)) is not None:
         return direction, bound, True
     if _reads_ivar(rhs, cond, index) and (bound := _scalar_constant(lhs)) is not None:
