@@ -18,7 +18,6 @@ import math
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
-from hlo_mlir.dialects import opcode_of
 from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.passes.convert_hlo_to_linalg.core import (NARROW_FLOATS, SUPPORTED_FLOATS, Rewriter, element_mlir_type,
                                                         rule)
@@ -97,11 +96,11 @@ def _transposed_by_user(rw: Rewriter, nb: int, nlf: int, nrf: int) -> bool:
     uses = list(rw.op.results[0].uses)
     if len(uses) != 1 or nlf == 0 or nrf == 0:
         return False
-    user = uses[0].owner
-    if opcode_of(user) != "transpose":
+    user = Instruction(uses[0].owner)
+    if user.opcode != "transpose":
         return False
     want = [*range(nb), *range(nb + nlf, nb + nlf + nrf), *range(nb, nb + nlf)]
-    return list(Instruction(user).attrs["dimensions"]) == want
+    return list(user.attrs["dimensions"]) == want
 
 
 def _swapped_kernel(rw: Rewriter, lb: list[int], rb: list[int], lc: list[int], rc: list[int]) -> ir.Value:

@@ -20,7 +20,6 @@ from mlir import ir
 from mlir.dialects import arith, tensor
 from mlir.dialects import complex as complex_dialect
 
-from hlo_mlir.dialects import edit
 from hlo_mlir.passes.convert_hlo_to_linalg.bitcast_convert import from_bits, join_bits, split_bits, to_bits
 from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, element_mlir_type, rule
 from hlo_mlir.passes.convert_hlo_to_linalg.elementwise import analysis_maps, convert_scalar, require_elements, wrap
@@ -178,9 +177,8 @@ def _permute(rw: Rewriter, x: ir.Value, perm: list[int]) -> ir.Value:
                       lambda a, _o: [a])[0]
 
 
-def _major_to_minor(value: ir.Value | ir.Operation, rank: int) -> list[int]:
-    """Dims from major to minor under the layout written for `value` (default: row-major)."""
-    layout = edit.layout_of(value)
+def _major_to_minor(layout: tuple[int, ...] | None, rank: int) -> list[int]:
+    """Dims from major to minor under a written minor-to-major layout (None: row-major)."""
     return list(range(rank)) if layout is None else list(reversed(layout))
 
 
@@ -198,8 +196,8 @@ def bitcast(rw: Rewriter) -> list[ir.Value]:
         raise rw.unsupported(f"element types {src.hlo} -> {dst.hlo} (pred and sub-byte integers fill a byte "
                              "each but hold fewer bits)")
     out_shape = rw.result_shape()
-    in_order = _major_to_minor(rw.op.operands[0], len(_dims(x)))
-    out_order = _major_to_minor(rw.op, len(out_shape))
+    in_order = _major_to_minor(rw.inst.operand_layouts[0], len(_dims(x)))
+    out_order = _major_to_minor(rw.inst.layout, len(out_shape))
     physical_shape = [out_shape[d] for d in out_order]
     physical = _permute(rw, x, in_order)
     if src.bits != dst.bits:
