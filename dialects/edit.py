@@ -7,7 +7,7 @@ are encoded by the attribute kinds of `attributes.py`, so a pass never spells ML
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from mlir import ir
 
@@ -349,6 +349,19 @@ def fusion_computations(module: ir.Module) -> set[str]:
         c for fn in functions(module).values() for op in instructions(fn) if opcode_of(op) == "fusion"
         for c in callees(op)
     }  # fmt: skip
+
+
+def rewrite_each(module: ir.Module, opcode: str, rewrite: Callable[[ir.Operation], bool]) -> bool:
+    """`rewrite` every `opcode` instruction outside fusion computations (XLA's simplifier passes leave
+    fused code alone); whether any changed. Computations a rewrite adds are not visited."""
+    fused = fusion_computations(module)
+    changed = False
+    for name, fn in list(functions(module).items()):
+        if name not in fused:
+            for op in list(instructions(fn)):
+                if opcode_of(op) == opcode:
+                    changed |= rewrite(op)
+    return changed
 
 
 def drop_parameter_positions(module: ir.Module) -> None:

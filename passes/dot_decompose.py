@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 
 from mlir import ir
 
-from hlo_mlir.dialects import edit, opcode_of
+from hlo_mlir.dialects import edit
 from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.types import DYNAMIC, ArrayType
 
@@ -101,12 +101,4 @@ def _decompose(dot: ir.Operation, names: edit.Names) -> bool:
 
 def run(module: ir.Module, options: Mapping[str, str]) -> bool:
     names = edit.Names(module)
-    fused = edit.fusion_computations(module)
-    changed = False
-    for name, fn in edit.functions(module).items():
-        if name in fused:
-            continue
-        for op in list(edit.instructions(fn)):
-            if opcode_of(op) == "dot":
-                changed |= _decompose(op, names)
-    return changed
+    return edit.rewrite_each(module, "dot", lambda op: _decompose(op, names))

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from mlir import ir
 
-from hlo_mlir.dialects import NAME, SHAPE, edit, opcode_of
+from hlo_mlir.dialects import NAME, SHAPE, edit
 from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.frontend.literals import array_to_attr
 from hlo_mlir.passes.dynamic_index_splitter import static_array
@@ -140,12 +140,4 @@ def _simplify(gather: ir.Operation, names: edit.Names) -> bool:
 
 def run(module: ir.Module, options: Mapping[str, str]) -> bool:
     names = edit.Names(module)
-    fused = edit.fusion_computations(module)
-    changed = False
-    for name, fn in edit.functions(module).items():
-        if name in fused:
-            continue
-        for op in list(edit.instructions(fn)):
-            if opcode_of(op) == "gather":
-                changed |= _simplify(op, names)
-    return changed
+    return edit.rewrite_each(module, "gather", lambda op: _simplify(op, names))

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from mlir import ir
 
-from hlo_mlir.dialects import NAME, edit, opcode_of
+from hlo_mlir.dialects import NAME, edit
 from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.passes.dynamic_index_splitter import static_array
 from hlo_mlir.passes.gather_simplifier import Builder
@@ -94,13 +94,5 @@ def _simplify(module: ir.Module, scatter: ir.Operation, names: edit.Names) -> bo
 
 def run(module: ir.Module, options: Mapping[str, str]) -> bool:
     names = edit.Names(module)
-    fused = edit.fusion_computations(module)
-    changed = False
-    for name, fn in list(edit.functions(module).items()):
-        if name in fused:
-            continue
-        for op in list(edit.instructions(fn)):
-            if opcode_of(op) == "scatter":
-                changed |= _simplify(module, op, names)
-    return changed
+    return edit.rewrite_each(module, "scatter", lambda op: _simplify(module, op, names))
 

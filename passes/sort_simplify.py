@@ -110,12 +110,4 @@ def _simplify(module: ir.Module, sort: ir.Operation, names: edit.Names) -> bool:
 
 def run(module: ir.Module, options: Mapping[str, str]) -> bool:
     names = edit.Names(module)
-    fused = edit.fusion_computations(module)
-    changed = False
-    for name, fn in list(edit.functions(module).items()):
-        if name in fused:
-            continue
-        for op in list(edit.instructions(fn)):
-            if opcode_of(op) == "sort":
-                changed |= _simplify(module, op, names)
-    return changed
+    return edit.rewrite_each(module, "sort", lambda op: _simplify(module, op, names))
