@@ -91,8 +91,8 @@ def _check_layout(layout: str, rank: int, text: str, offset: int) -> None:
     minor_to_major, _, details = layout.partition(":")
     if details:
         _check_layout_details(details, text, offset + len(minor_to_major) + 1)
-    items = [p.strip() for p in minor_to_major.split(",") if p.strip()]
-    if not all(p.isdigit() for p in items):
+    items = [p.strip() for p in minor_to_major.split(",")] if minor_to_major.strip() else []
+    if not all(p.isdigit() for p in items):  # an empty item ({0,,1}) too: XLA's parser rejects it
         raise ShapeError(f"bad layout '{{{layout}}}' in '{text}': minor-to-major must be dimension numbers", offset)
     nums = [int(p) for p in items]
     if sorted(nums) != list(range(rank)):

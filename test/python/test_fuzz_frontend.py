@@ -141,7 +141,7 @@ def test_unsigned_minus_zero_constant(tmp_path: Path) -> None:
      "  ROOT x = f32[3,2]{0,,1} custom-call(a, b), custom_call_target=\"lapack_strsm_ffi\", "
      "backend_config={side = 76 : ui8, uplo = 76 : ui8, trans_x = 78 : ui8, diag = 78 : ui8}, "
      "api_version=API_VERSION_TYPED_FFI\n}\n"),
-     "is not a list of dimension numbers"),
+     "bad layout '{0,,1}' in 'f32[3,2]{0,,1}': minor-to-major must be dimension numbers"),
 ])
 def test_more_unverified_findings(text: str, message: str, tmp_path: Path) -> None:
     """Grammar and corpus mutations the interpreter met unverified: a diagnostic naming the rule."""
