@@ -147,9 +147,6 @@ def new_context() -> ir.Context:
     conversions gather patterns from every loaded dialect): 10-17 ms less CPU per small module compiled."""
     ctx = ir.Context(load_on_create_dialects=list(_BUILT_DIALECTS))
     ctx.allow_unregistered_dialects = True
-    # Pass pipelines run on this thread only: with MLIR's thread pool a fresh-clone test run lost a worker
-    # to an abort in a non-Python thread (not reproduced since; the pool's gain on ssd_mobilenet was ~10%).
-    ctx.enable_multithreading(False)
     with ctx, ir.Location.unknown():
         irdl.load_dialects(ir.Module.parse(irdl_text()))
     return ctx

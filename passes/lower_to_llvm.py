@@ -34,8 +34,8 @@ BUFFERS = (
     "bufferization-lower-deallocations,cse,canonicalize"
 )
 # From here on the loop nests are kernel functions (`outline_kernels`): the passes that work per function run
-# nested under `func.func(...)`/`llvm.func(...)`, one function at a time (MLIR could spread them over the cores
-# with the context's multithreading, which `new_context` leaves off).
+# nested under `func.func(...)`/`llvm.func(...)`, where MLIR runs them on every core, one function at a time
+# (the context's multithreading); a module pass in between waits for all of them.
 AFFINE = "func.func(convert-linalg-to-affine-loops,affine-loop-invariant-code-motion)"
 LOOPS = "func.func(convert-vector-to-scf{full-unroll},lower-affine,canonicalize,cse)"
 # Loops -> LLVM dialect (libm for the math functions LLVM has no intrinsic for; complex ops expand to
