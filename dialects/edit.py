@@ -351,6 +351,18 @@ def fusion_computations(module: ir.Module) -> set[str]:
     }  # fmt: skip
 
 
+def composite_computations(module: ir.Module) -> set[str]:
+    """Computations run by composite calls (`is_composite=true`): XLA's simplifiers leave them alone, as
+    they do fusion computations."""
+    from hlo_mlir.dialects.instruction import Instruction
+
+    return {
+        c for fn in functions(module).values() for op in instructions(fn)
+        if opcode_of(op) == "call" and Instruction(op).attrs.get("is_composite", False)
+        for c in callees(op)
+    }  # fmt: skip
+
+
 def rewrite_each(module: ir.Module, opcode: str, rewrite: Callable[[ir.Operation], bool]) -> bool:
     """`rewrite` every `opcode` instruction outside fusion computations (XLA's simplifier passes leave
     fused code alone); whether any changed. Computations a rewrite adds are not visited."""

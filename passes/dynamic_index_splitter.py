@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from mlir import ir
 
 from hlo_mlir.dialects import NAME, edit, opcode_of
-from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.types import DYNAMIC, ArrayType, HloType
 
 _FIRST_INDEX = {"dynamic-slice": 1, "dynamic-update-slice": 2}
@@ -61,18 +60,9 @@ def _split(op: ir.Operation, names: edit.Names) -> bool:
     return True
 
 
-def _composite_bodies(module: ir.Module) -> set[str]:
-    """Computations a composite call runs (XLA's pass skips them, as it skips fusion computations)."""
-    return {
-        c for fn in edit.functions(module).values() for op in edit.instructions(fn)
-        if opcode_of(op) == "call" and Instruction(op).attrs.get("is_composite", False)
-        for c in edit.callees(op)
-    }  # fmt: skip
-
-
 def run(module: ir.Module, options: Mapping[str, str]) -> bool:
     names = edit.Names(module)
-    skipped = edit.fusion_computations(module) | _composite_bodies(module)
+    skipped = edit.fusion_computations(module) | edit.composite_computations(module)
     changed = False
     for name, fn in edit.functions(module).items():
         if name in skipped:

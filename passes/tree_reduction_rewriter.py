@@ -83,20 +83,10 @@ def _split(op: ir.Operation, w: int, names: edit.Names) -> bool:
     return True
 
 
-def _skipped(module: ir.Module) -> set[str]:
-    """Computations of fusions and of composite calls: XLA's pass leaves them alone."""
-    skipped = edit.fusion_computations(module)
-    for fn in edit.functions(module).values():
-        for op in edit.instructions(fn):
-            if opcode_of(op) == "call" and Instruction(op).attrs.get("is_composite", False):
-                skipped.update(edit.callees(op))
-    return skipped
-
-
 def run(module: ir.Module, options: Mapping[str, str]) -> bool:
     w = window_size(options)
     names = edit.Names(module)
-    skipped = _skipped(module)
+    skipped = edit.fusion_computations(module) | edit.composite_computations(module)
     changed = False
     for name, fn in edit.functions(module).items():
         if name in skipped:
