@@ -321,11 +321,12 @@ def test_a_tool_flag_the_in_process_llvm_lacks_means_the_tools(monkeypatch: pyte
 
 
 def test_cache_key_covers_the_c_runtime_dialect_and_grammar() -> None:
-    """support.c is linked into every cached library: editing it alone must miss the cache."""
+    """support.c is linked into every cached library (and process_support.c into the process it is loaded in):
+    editing either alone must miss the cache."""
     from hlo_mlir.runtime.cache import source_files
 
     names = {path.name for _, path in source_files()}
-    assert {"support.c", "hlo.lark", "jit.py", "lower_to_llvm.py"} <= names
+    assert {"support.c", "process_support.c", "hlo.lark", "jit.py", "lower_to_llvm.py"} <= names
     assert any(name.endswith(".mlir") for name in names)
 
 
@@ -447,3 +448,42 @@ def test_libgcc_is_searched_only_by_modules_calling_it() -> None:
     half = native.build(["define half @f(double %x) {\n  %y = fptrunc double %x to half\n  ret half %y\n}\n"])
     plain = native.build(["define float @g(float %x) {\n  %y = fadd float %x, %x\n  ret float %y\n}\n"])
     assert native._needs_libgcc(half) and not native._needs_libgcc(plain)
+
+
+def test_modules_compiled_one_after_another_hold_no_process_resources() -> None:
+    """A process compiling module after module (a test suite, a sweep) keeps neither their code mapped nor a
+    pthread key each: each module once took a key, and after ~1000 of them (PTHREAD_KEYS_MAX) the next one
+    wrote through another library's key and crashed the process."""
+    import ctypes
+    import gc
+
+    from hlo_mlir.runtime import native
+
+    libc = ctypes.CDLL(None)
+
+    def next_key() -> int:
+        key = ctypes.c_uint()
+        assert libc.pthread_key_create(ctypes.byref(key), None) == 0
+        libc.pthread_key_delete(key)
+        return key.value
+
+    def mappings() -> int:
+        with open("/proc/self/maps") as f:
+            return sum(1 for _ in f)
+
+    ctypes.CDLL(native.openmp_library(), mode=os.RTLD_GLOBAL)  # what made every module take its key
+
+    def one(n: int) -> None:
+        text = f"HloModule m\nENTRY e {{ p = f32[{n}] parameter(0) ROOT r = f32[{n}] exponential(p) }}"
+        x = np.linspace(-1, 1, n, dtype=np.float32)
+        got = hlo_mlir.load(text).run(x, backend="jit")[0]
+        np.testing.assert_allclose(got, np.exp(x), rtol=1e-6)
+
+    one(3)
+    gc.collect()
+    key, maps = next_key(), mappings()
+    for n in range(4, 44):
+        one(n)
+    gc.collect()
+    assert next_key() == key
+    assert mappings() < maps + 20  # 40 modules kept mapped were 200 more

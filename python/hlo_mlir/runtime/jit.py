@@ -77,7 +77,7 @@ class Compiled:
     rng: list = field(default_factory=list)  # the ops_rng.Streams slots of the code's random state, in order
     _fn: Any = None
     _free: Any = None
-    _fp_enter: Any = None  # support.c's hlo_mlir_fp_enter/exit: the denormal mode around a call
+    _fp_enter: Any = None  # process_support.c's hlo_mlir_fp_enter/exit: the denormal mode around a call
     _fp_exit: Any = None
     _result_struct: Any = None
     _arg_layouts: list = field(default_factory=list)  # per parameter: (dtype, shape, descriptor, shape, strides)
@@ -91,8 +91,10 @@ class Compiled:
         from hlo_mlir.types import ArrayType as Array
 
         self._free = native.free_function(self.lib)
-        self._fp_enter = self.lib.function("hlo_mlir_fp_enter", ctypes.c_uint, [ctypes.c_int])
-        self._fp_exit = self.lib.function("hlo_mlir_fp_exit", None, [ctypes.c_uint])
+        self._fp_enter = self.lib.support.hlo_mlir_fp_enter
+        self._fp_enter.restype, self._fp_enter.argtypes = ctypes.c_uint, [ctypes.c_int]
+        self._fp_exit = self.lib.support.hlo_mlir_fp_exit
+        self._fp_exit.restype, self._fp_exit.argtypes = None, [ctypes.c_uint]
         res_types = [_descriptor_type(len(t.dims)) for t in self.results]
         if len(res_types) > 1:
             self._result_struct = type("Results", (ctypes.Structure,),

@@ -151,6 +151,7 @@ class _LlvmCApi:
             fn.restype, fn.argtypes = res, args
         for name, res, args in (
                 ("LLVMOrcCreateLLJITBuilder", p, []), ("LLVMOrcCreateLLJIT", p, [ctypes.POINTER(p), p]),
+                ("LLVMOrcDisposeLLJIT", p, [p]),
                 ("LLVMOrcLLJITGetExecutionSession", p, [p]), ("LLVMOrcLLJITGetMainJITDylib", p, [p]),
                 ("LLVMOrcExecutionSessionSetErrorReporter", None, [p, _ERROR_REPORTER, p]),
                 ("LLVMOrcLLJITGetGlobalPrefix", ctypes.c_char, [p]), ("LLVMOrcLLJITGetObjLinkingLayer", p, [p]),
@@ -391,19 +392,42 @@ def _stat_key(path: str) -> tuple[int, ...] | None:
         return None
 
 
-@functools.cache
-def _support_object(directory: Path) -> bytes:
-    """`support.c` compiled (once per content, kept in `directory`) into the object linked into every module."""
-    source = Path(__file__).with_name("support.c")
+def _built_c(directory: Path, source_name: str, suffix: str, flags: Sequence[str]) -> Path:
+    """A C file of this package compiled by `cc` (once per content, kept in `directory`, written atomically)."""
+    source = Path(__file__).with_name(source_name)
     data = source.read_bytes()
-    obj = directory / f"support-{hashlib.sha256(data).hexdigest()[:16]}.o"
-    if not obj.exists():
+    out = directory / f"{source.stem}-{hashlib.sha256(data).hexdigest()[:16]}{suffix}"
+    if not out.exists():
         cc = _cc()
         directory.mkdir(parents=True, exist_ok=True)
-        tmp = obj.with_name(f".{obj.name}.{os.getpid()}.tmp")
-        _run([cc, "-O2", "-fPIC", "-c", str(source), "-o", str(tmp)])
-        os.replace(tmp, obj)
-    return obj.read_bytes()
+        tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+        _run([cc, "-O2", "-fPIC", *flags, str(source), "-o", str(tmp)])
+        os.replace(tmp, out)
+    return out
+
+
+@functools.cache
+def _support_object(directory: Path) -> bytes:
+    """`support.c` compiled into the object linked into every module (its bf16 conversions, its profile
+    counters)."""
+    return _built_c(directory, "support.c", ".o", ["-c"]).read_bytes()
+
+
+_PROCESS_SUPPORT_LOCK = threading.Lock()
+
+
+@functools.cache
+def _load_process_support(directory: Path) -> ctypes.CDLL:
+    path = _built_c(directory, "process_support.c", ".so", ["-shared", "-ldl", "-lpthread"])
+    return ctypes.CDLL(str(path), mode=os.RTLD_GLOBAL)
+
+
+def process_support(directory: Path) -> ctypes.CDLL:
+    """`process_support.c` built into a shared library and loaded globally, once per process: the state every
+    module shares (the allocation cache, the threads' denormal mode, the random state's key), which the
+    modules' code finds by symbol."""
+    with _PROCESS_SUPPORT_LOCK:
+        return _load_process_support(directory)
 
 
 def _cc() -> str:
@@ -433,8 +457,9 @@ class Library:
     loaded machine), a tenth of a small module's compile; JITLink links the same objects in ~2 ms. Each
     library has a JIT of its own (two modules define the same symbols); other symbols come from the process
     (libc, libm, the OpenMP runtime, loaded globally first when the code calls it) and from libgcc.a (compiler
-    builtins: the f16 conversions). Like a dlopen'd library it is never unloaded: arrays the code allocated
-    are freed by its `hlo_mlir_free` whenever they die."""
+    builtins: the f16 conversions) and from `process_support` (what all modules share). It is unloaded when it
+    dies: arrays the code allocated outlive it, freed by `process_support`'s `hlo_mlir_free`, and a process
+    that compiles thousands of modules (a test suite) does not keep thousands of them mapped."""
 
     def __init__(self, objects: Sequence[bytes], openmp: bool, support_dir: Path) -> None:
         api = _c_api()
@@ -443,7 +468,8 @@ class Library:
         prebuilt = kernel_library.objects(support_dir) if kernel_library.called(objects) else ()
         if openmp or prebuilt:  # the library's packing kernels run on every core
             ctypes.CDLL(openmp_library(), mode=os.RTLD_GLOBAL)
-        self._api, self._id = api, id(self)
+        self.support = process_support(support_dir)
+        self._api, self._id, self._jit = api, id(self), None
         jit = p()
         self._check(lib.LLVMOrcCreateLLJIT(ctypes.byref(jit), lib.LLVMOrcCreateLLJITBuilder()), "create the JIT")
         self._jit = jit
@@ -461,6 +487,11 @@ class Library:
         for obj in [*objects, *prebuilt, _support_object(support_dir)]:
             buffer = lib.LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, len(obj), b"object")
             self._check(lib.LLVMOrcLLJITAddObjectFile(jit, dylib, buffer), "add an object")
+
+    def __del__(self) -> None:
+        if getattr(self, "_jit", None) is not None:
+            self._api.lib.LLVMOrcDisposeLLJIT(self._jit)
+            self._jit = None
 
     def _check(self, err: int | None, what: str) -> None:
         if err:
@@ -531,8 +562,11 @@ def bind_host_functions(lib: Library, callbacks: dict[str, Any]) -> None:
 
 
 def free_function(lib: Library) -> Callable[[int], None]:
-    """The `free` matching the compiled code's allocations (buffers it returns are released with it)."""
-    return lib.function("hlo_mlir_free", None, [ctypes.c_void_p])
+    """The `free` matching the compiled code's allocations (buffers it returns are released with it, whether
+    or not `lib` still lives)."""
+    free = lib.support.hlo_mlir_free
+    free.restype, free.argtypes = None, [ctypes.c_void_p]
+    return free
 
 
 def entry_point(lib: Library, name: str, arguments: int) -> Callable[..., None]:
