@@ -12,9 +12,10 @@ answer is the same array XLA gave for those bytes earlier in the run.
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 
 import numpy as np
 import pytest
@@ -46,3 +47,36 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if made:
         shutil.rmtree(made, ignore_errors=True)
         os.environ.pop(RESULTS_ENV, None)
+
+
+CPU_PROFILE_ENV = "HLO_MLIR_TEST_CPU"  # a directory: each process writes the CPU seconds of each of its tests there
+
+
+def _cpu_seconds() -> float:
+    """This process's CPU time with that of the children it waited for (tool subprocesses, XLA workers):
+    on a shared machine CPU time, not wall time, says what a test costs."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+_cpu_by_test: dict[str, float] = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+    """With $HLO_MLIR_TEST_CPU set, the CPU seconds of the test's setup, call and teardown (a shared fixture's
+    cost lands on the first test using it)."""
+    start = _cpu_seconds()
+    yield
+    if os.environ.get(CPU_PROFILE_ENV):
+        _cpu_by_test[item.nodeid] = _cpu_seconds() - start
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    directory = os.environ.get(CPU_PROFILE_ENV)
+    if directory and _cpu_by_test:
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, f"cpu-{os.getpid()}.tsv")
+        with open(path, "w") as f:
+            f.write(f"<process>\t{_cpu_seconds():.3f}\n")
+            f.writelines(f"{nodeid}\t{seconds:.3f}\n" for nodeid, seconds in _cpu_by_test.items())
