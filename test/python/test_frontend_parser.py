@@ -145,3 +145,27 @@ def test_malformed_input_raises_only_hlo_error(seed: int) -> None:
             m.to_hlo()
         except HloError as e:
             assert e.loc is None or e.loc.line >= 1
+
+
+@pytest.mark.parametrize(("shape", "literal"), [("bf16[3,2]", "1"), ("s32[2,2]", "-3"), ("pred[3]", "true"),
+                                                ("f32[2]", "nan(0x123)"), ("u8[4]", "255")])
+def test_one_value_for_an_array_constant_is_its_first_element_as_in_xla(shape: str, literal: str) -> None:
+    """XLA's parser reads `f32[3] constant(7)` as [7, 0, 0] (no broadcast); dumps carry such constants
+    (XLA's own indexing tests write `bf16[17, 22] constant(1)`)."""
+    import numpy as np
+    from hlo_mlir.oracle import run_xla, xla_available
+
+    text = f"HloModule m\nENTRY e {{\n  ROOT c = {shape} constant({literal})\n}}\n"
+    got = hlo_mlir.load(text).run()[0]
+    assert got.ravel()[1:].view(np.uint8).max(initial=0) == 0 and got.ravel()[0] != 0
+    if xla_available():
+        want = run_xla(text, [])[0]
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("shape", ["f32[0]", "f32[2,0]", "c64[2]"])
+def test_one_value_for_an_empty_or_complex_array_constant_is_an_error(shape: str) -> None:
+    """XLA rejects these too: an empty array has no first element; a complex pair needs its braces."""
+    value = "(1, 2)" if shape.startswith("c") else "1"
+    with pytest.raises(HloError, match="literal does not match shape"):
+        hlo_mlir.load(f"HloModule m\nENTRY e {{\n  ROOT c = {shape} constant({value})\n}}\n")

@@ -186,13 +186,6 @@ def _ids() -> list[str]:
 # with the runtime-variable entries in the symbols' order; `test_xla_query` checks exactly that.
 RUNTIME_VARIABLES_REORDERED = {"FusionOpWithDynSliceOfDynSlice": [2, 3, 0, 1]}
 
-# Queries the front end cannot read although XLA's parser does.
-FRONTEND_GAPS = {
-    "ConstantOp": "the front end rejects a scalar literal for an array constant (`bf16[17, 22] constant(1)`); "
-    "XLA's parser takes it (the oracle fills the first element, zeros elsewhere)",
-}
-
-
 def reorder_runtime_variables(text: str, order: list[int]) -> str:
     """`text` (whitespace removed) with the `rtN:` entries of its runtime-variable section permuted:
     entry i of the result is entry `order[i]` of `text`, renumbered."""
@@ -215,10 +208,7 @@ def _params() -> list:
     params = []
     for q, name in zip(QUERIES, _ids()):
         for reader in (Builder, FrontEnd):
-            marks = []
-            if reader is FrontEnd and q.test in FRONTEND_GAPS:
-                marks = [pytest.mark.xfail(strict=True, raises=hlo_mlir.HloError, reason=FRONTEND_GAPS[q.test])]
-            params.append(pytest.param(q, reader, id=f"{name}-{reader.__name__}", marks=marks))
+            params.append(pytest.param(q, reader, id=f"{name}-{reader.__name__}"))
     return params
 
 

@@ -155,6 +155,13 @@ def literal_to_array(lit: Literal, t: ArrayType) -> np.ndarray:
     payloads: list[tuple[int, int]] = []
     if t.rank == 0 and lit.kind == "brace" and len(lit.children) == 1:
         lit = lit.children[0]
+    if t.rank and lit.kind in ("number", "name") and not et.is_complex and math.prod(t.dims):
+        # XLA's parser takes one real value for a non-empty array (`f32[3] constant(7)`) as its first
+        # element, the others zero: [7, 0, 0], not a broadcast (what XLA:CPU computes from that text).
+        first = literal_to_array(lit, ArrayType(et, ()))
+        arr = np.zeros(t.dims, first.dtype)
+        arr.flat[0] = first
+        return arr
     if lit.kind == "number" and lit.text[-1:] == ")" and et.is_float:
         payloads.append((0, _nan_payload(lit.text) or 0))
     walk(lit, 0)
