@@ -217,3 +217,33 @@ def test_natural_maps_of_ops_xla_leaves_unknown(name: str) -> None:
     report = indexing_report(hlo_mlir.load(NATURAL).mlir, name, "xla")
     for line in NATURAL_MAPS[name]:
         assert line in report.splitlines(), report
+
+
+def test_physical_layout_of_a_tuple_result_is_each_elements_own() -> None:
+    """With use_physical_layout, output k of a tuple-shaped instruction is indexed in the layout written for
+    element k (XLA reads the layout of the output's subshape), not the default layout."""
+    import gc
+
+    from hlo_mlir.analysis import compute_input_to_output_indexing, compute_output_to_input_indexing
+
+    text = """HloModule m
+cmp { a = f32[] parameter(0)  b = f32[] parameter(1)  c = s32[] parameter(2)  d = s32[] parameter(3)
+      ROOT lt = pred[] compare(a, b), direction=LT }
+ENTRY e {
+  p0 = f32[3,4] parameter(0)
+  p1 = s32[3,4] parameter(1)
+  ROOT s = (f32[3,4]{1,0}, s32[3,4]{0,1}) sort(p0, p1), dimensions={1}, to_apply=cmp
+}"""
+    sort = find_instr(hlo_mlir.load(text).mlir)
+    gc.collect()  # the instruction keeps its module alive (it segfaulted once the module was collected)
+
+    def o2i(output: int) -> list[str]:
+        return [str(next(iter(maps))) for maps in compute_output_to_input_indexing(sort, output, True)]
+
+    def i2o(operand: int) -> list[str]:
+        return [str(next(iter(maps))) for maps in compute_input_to_output_indexing(sort, operand, True)]
+
+    assert o2i(0) == [str(next(iter(m))) for m in compute_output_to_input_indexing(sort, 0)]
+    assert o2i(1) == ["IndexingMap('(d0, d1)[s0] -> (d1, s0), domain: d0 in [0, 3], d1 in [0, 2], s0 in [0, 3]')"] * 2
+    assert i2o(0) == [str(next(iter(m))) for m in compute_input_to_output_indexing(sort, 0)][:1] + [
+        "IndexingMap('(d0, d1)[s0] -> (s0, d0), domain: d0 in [0, 2], d1 in [0, 3], s0 in [0, 3]')"]

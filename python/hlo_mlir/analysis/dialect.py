@@ -19,7 +19,7 @@ from hlo_mlir.analysis.op_maps import compute_input_to_output_indexing, compute_
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import NAME, edit, from_mlir_type, opcode_of
 from hlo_mlir.dialects.instruction import Instruction
-from hlo_mlir.types import ArrayType
+from hlo_mlir.types import ArrayType, TupleType
 
 # Constants larger than this are not turned into NumPy: only small index constants get folded.
 _MAX_CONSTANT_ELEMENTS = 1024
@@ -46,6 +46,8 @@ class Instr:
     source: ir.Operation | ir.BlockArgument
     _operands: list[ir.Value] = field(default_factory=list, repr=False)
     _called: list[str] = field(default_factory=list, repr=False)
+    leaf_layouts: list[tuple[int, ...] | None] = field(default_factory=list)  # a tuple result's, per leaf
+    _scope: dict = field(default_factory=dict, repr=False)  # its module's cache: keeps the ir.Module alive
 
     @property
     def operands(self) -> list[Instr]:
@@ -67,6 +69,14 @@ class Instr:
 # so that adapting many modules in one process does not keep them all alive.
 _CACHES: OrderedDict[ir.Operation, dict[object, Instr]] = OrderedDict()
 _MAX_MODULES = 8
+_OWNER = "module"  # the cache's entry for the ir.Module found by name (`find_instr`), kept by every Instr
+
+
+def _hold(module: ir.Module | ir.Operation) -> None:
+    """Instructions found in `module` keep it alive: MLIR destroys a module with its Python object, and
+    `find_instr(hlo_mlir.load(text).mlir)` would otherwise hand out instructions of a freed module."""
+    if isinstance(module, ir.Module):
+        _cache(module.operation)[_OWNER] = module
 
 
 def clear_cache() -> None:
@@ -117,7 +127,8 @@ def instruction(op: ir.Operation | ir.OpView) -> Instr:
         called = [attrs["calls"]]
     elif view.opcode == "call" and isinstance(attrs.get("to_apply"), str):
         called = [attrs["to_apply"]]
-    instr = Instr(view.opcode, view.name, view.type, view.layout, attrs, op, list(op.operands), called)
+    instr = Instr(view.opcode, view.name, view.type, view.layout, attrs, op, list(op.operands), called,
+                  view.leaf_layouts if isinstance(view.type, TupleType) else [], cache)
     cache[op] = instr
     return instr
 
@@ -135,7 +146,7 @@ def parameter(arg: ir.BlockArgument) -> Instr:
         details = ir.DictAttr(ir.ArrayAttr(func.attributes["arg_attrs"])[arg.arg_number])
         name = ir.StringAttr(details[NAME]).value if NAME in details else None
     instr = Instr("parameter", name or f"param_{arg.arg_number}", edit.bounded_type(arg), edit.layout_of(arg),
-                  {"parameter_number": arg.arg_number}, arg)
+                  {"parameter_number": arg.arg_number}, arg, _scope=cache)
     cache[key] = instr
     return instr
 
@@ -164,6 +175,7 @@ def _functions(module: ir.Operation) -> dict[str, ir.Operation]:
 
 def find_computation(module: ir.Module | ir.Operation, name: str) -> Computation:
     """The computation called `name` (an `HloError` if there is none)."""
+    _hold(module)
     return _computation(module.operation, name)
 
 
@@ -212,6 +224,7 @@ def find_instr(module: ir.Module, name: str | None = None) -> Instr:
 
     Unknown names are an `HloError` listing close matches.
     """
+    _hold(module)
     if name is None:
         return computation(_entry(module)).root
     table = _instructions(module)

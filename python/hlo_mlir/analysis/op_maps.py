@@ -624,7 +624,7 @@ def compute_output_to_input_indexing(instr: object, output_id: int = 0, use_phys
     indexing = rule(instr, output_id) if rule else unknown(len(instr.operands))
     if not use_physical_layout:
         return indexing
-    out = _array_layout(instr.result_type, output_id, getattr(instr, "layout", None))
+    out = _array_layout(instr.result_type, output_id, _layout(instr, output_id))
     return [
         {_in_physical_layout(m, out, _array_layout(instr.operand_types[i], 0, getattr(op, "layout", None)))
          for m in maps}
@@ -1026,7 +1026,7 @@ def compute_input_to_output_indexing(instr: object, input_id: int = 0, use_physi
         return indexing
     operand = _array_layout(instr.operand_types[input_id], 0, getattr(instr.operands[input_id], "layout", None))
     return [
-        {_in_physical_layout(m, operand, _array_layout(instr.result_type, k, getattr(instr, "layout", None)))
+        {_in_physical_layout(m, operand, _array_layout(instr.result_type, k, _layout(instr, k)))
          for m in maps}
         for k, maps in enumerate(indexing)
     ]
@@ -1035,12 +1035,20 @@ def compute_input_to_output_indexing(instr: object, input_id: int = 0, use_physi
 # --- physical layouts -------------------------------------------------------------------------------
 
 
+def _layout(instr: object, index: int) -> Sequence[int] | None:
+    """The minor-to-major layout written for result `index` of `instr` (element `index` of a tuple result:
+    XLA takes each output's own subshape layout), None for the default."""
+    if isinstance(instr.result_type, TupleType):
+        leaves = getattr(instr, "leaf_layouts", None) or []
+        flat = all(not isinstance(e, TupleType) for e in instr.result_type.elements)
+        return leaves[index] if flat and index < len(leaves) else None
+    return getattr(instr, "layout", None)
+
+
 def _array_layout(t: object, index: int, layout: Sequence[int] | None) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Dims and minor-to-major layout of an array (of element `index` of a tuple; tuple elements are
-    taken in the default layout)."""
-    if isinstance(t, TupleType):
-        return dims_of(t.elements[index]), tuple(range(len(dims_of(t.elements[index])) - 1, -1, -1))
-    dims = dims_of(t)
+    """Dims and minor-to-major layout (`layout`, None: the default) of an array, or of element `index` of a
+    tuple."""
+    dims = dims_of(t.elements[index] if isinstance(t, TupleType) else t)
     return dims, tuple(layout) if layout is not None else tuple(range(len(dims) - 1, -1, -1))
 
 
