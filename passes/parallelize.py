@@ -160,9 +160,15 @@ def apply(module: ir.Module) -> None:
     with module.context:
         pm = PassManager.parse(_PIPELINE)
         vectorize = PassManager.parse(_VECTORIZE)
+        for manager in (pm, vectorize):  # verified once below, as `lower_to_llvm._run` does
+            manager.enable_verifier(False)
         for kernel, elements in outline_kernels.kernels(module):
             if elements >= MIN_ELEMENTS:
                 pm.run(kernel)
             if _vectorizable(kernel):
                 vectorize.run(kernel)
                 _in_bounds(kernel)
+        try:
+            module.operation.verify()
+        except ir.MLIRError as e:
+            raise HloError(f"jit: parallelizing the kernels failed: {e}") from None
