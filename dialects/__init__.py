@@ -144,8 +144,12 @@ def new_context() -> ir.Context:
 
     Only the dialects Python builds ops of are loaded up front, not every dialect of the wheel (the bindings'
     default): a context costs ~3 instead of ~11 ms, and the pass pipelines less (canonicalize and the LLVM
-    conversions gather patterns from every loaded dialect): 10-17 ms less CPU per small module compiled."""
-    ctx = ir.Context(load_on_create_dialects=list(_BUILT_DIALECTS))
+    conversions gather patterns from every loaded dialect): 10-17 ms less CPU per small module compiled.
+    They are loaded by descriptor, which leaves their Python modules unimported until code uses them (the
+    bindings' own loading imports each: linalg's and llvm's cost a tool ~0.2 CPU-s at every start)."""
+    ctx = ir.Context(load_on_create_dialects=[])
+    for dialect in _BUILT_DIALECTS:
+        ctx.get_dialect_descriptor(dialect)
     ctx.allow_unregistered_dialects = True
     with ctx, ir.Location.unknown():
         irdl.load_dialects(ir.Module.parse(irdl_text()))

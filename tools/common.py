@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import sys
@@ -9,6 +10,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hlo_mlir.diagnostics import HloError, SourceLocation
+
+
+class VersionAction(argparse.Action):
+    """`--version`: prints `prog version`, reading the version only when asked (importlib.metadata is not
+    imported at every tool start)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show the program's version number and exit", **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        import hlo_mlir
+
+        print(f"{parser.prog} {hlo_mlir.__version__}")
+        parser.exit()
 
 
 def read_input(path: str) -> tuple[str, str]:

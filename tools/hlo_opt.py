@@ -6,11 +6,11 @@ import argparse
 import re
 import sys
 
-from hlo_mlir import __version__, progress
+from hlo_mlir import progress
 from hlo_mlir.completion import CompletionAction
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.module import Module, load
-from hlo_mlir.tools.common import guarded, read_input, write_output
+from hlo_mlir.tools.common import VersionAction, guarded, read_input, write_output
 
 LOWERINGS = ("linalg", "loops", "llvm", "llvm-ir")  # passes.lower_to_llvm.STAGES
 EMITS = ("hlo", "mlir", "stablehlo", "dot", "html", *LOWERINGS)
@@ -21,7 +21,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("input", nargs="?", default="-",
                    help="HLO text, hlo-dialect or StableHLO .mlir file; '-' reads stdin")
     p.add_argument("-o", dest="output", default="-", help="output file (default stdout)")
-    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    p.add_argument("--version", action=VersionAction)
     p.add_argument("--completion", action=CompletionAction, extra_values=_completion_values)
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr for long lowerings")
     p.add_argument("--emit", choices=EMITS, default="hlo",

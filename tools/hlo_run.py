@@ -8,18 +8,18 @@ import sys
 import traceback
 from typing import Any
 
-from hlo_mlir import __version__, io, progress
+from hlo_mlir import io, progress
 from hlo_mlir.completion import CompletionAction
 from hlo_mlir.frontend.elided import fill_elided_constants, require_values
 from hlo_mlir.interpreter.run import RANK, device_path, header_counts
 from hlo_mlir.module import load
-from hlo_mlir.tools.common import guarded, read_input
+from hlo_mlir.tools.common import VersionAction, guarded, read_input
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hlo-run", description=__doc__)
     p.add_argument("input", help="HLO text, hlo-dialect or StableHLO .mlir file; '-' reads stdin")
-    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    p.add_argument("--version", action=VersionAction)
     p.add_argument("--completion", action=CompletionAction)
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr for long compiles and runs")
     p.add_argument("--inputs", nargs="+", default=None, metavar="FILE",
