@@ -151,7 +151,7 @@ class _LlvmCApi:
             fn.restype, fn.argtypes = res, args
         for name, res, args in (
                 ("LLVMOrcCreateLLJITBuilder", p, []), ("LLVMOrcCreateLLJIT", p, [ctypes.POINTER(p), p]),
-                ("LLVMOrcDisposeLLJIT", p, [p]),
+                ("LLVMOrcDisposeLLJIT", p, [p]), ("LLVMConsumeError", None, [p]),
                 ("LLVMOrcLLJITGetExecutionSession", p, [p]), ("LLVMOrcLLJITGetMainJITDylib", p, [p]),
                 ("LLVMOrcExecutionSessionSetErrorReporter", None, [p, _ERROR_REPORTER, p]),
                 ("LLVMOrcLLJITGetGlobalPrefix", ctypes.c_char, [p]), ("LLVMOrcLLJITGetObjLinkingLayer", p, [p]),
@@ -490,7 +490,9 @@ class Library:
 
     def __del__(self) -> None:
         if getattr(self, "_jit", None) is not None:
-            self._api.lib.LLVMOrcDisposeLLJIT(self._jit)
+            err = self._api.lib.LLVMOrcDisposeLLJIT(self._jit)
+            if err:  # nothing to report from a destructor; an unconsumed error would abort an LLVM with checks
+                self._api.lib.LLVMConsumeError(err)
             self._jit = None
 
     def _check(self, err: int | None, what: str) -> None:
