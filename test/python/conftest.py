@@ -52,11 +52,35 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 CPU_PROFILE_ENV = "HLO_MLIR_TEST_CPU"  # a directory: each process writes the CPU seconds of each of its tests there
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+_credited: dict[int, float] = {}  # live children's CPU seconds already counted (the XLA worker lives across tests)
+_dead: list[float] = [0.0]  # counted seconds of children that have died since: RUSAGE_CHILDREN counts them again
+
+
+def _live_children() -> dict[int, float]:
+    """CPU seconds of this process's live children, from /proc."""
+    found = {}
+    me = os.getpid()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == me:
+                found[int(entry.name)] = (int(fields[11]) + int(fields[12])) / _TICK
+    return found
+
+
 def _cpu_seconds() -> float:
-    """This process's CPU time with that of the children it waited for (tool subprocesses, XLA workers):
-    on a shared machine CPU time, not wall time, says what a test costs."""
+    """This process's CPU time with its children's, live ones (the persistent XLA worker) as far as they ran,
+    dead ones once: on a shared machine CPU time, not wall time, says what a test costs."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    live = _live_children()
+    _dead[0] += sum(_credited.pop(pid) for pid in list(_credited) if pid not in live)
+    _credited.update(live)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime - _dead[0] + sum(live.values())
 
 
 _cpu_by_test: dict[str, float] = {}
@@ -66,9 +90,10 @@ _cpu_by_test: dict[str, float] = {}
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
     """With $HLO_MLIR_TEST_CPU set, the CPU seconds of the test's setup, call and teardown (a shared fixture's
     cost lands on the first test using it)."""
-    start = _cpu_seconds()
+    profiling = bool(os.environ.get(CPU_PROFILE_ENV))
+    start = _cpu_seconds() if profiling else 0.0
     yield
-    if os.environ.get(CPU_PROFILE_ENV):
+    if profiling:
         _cpu_by_test[item.nodeid] = _cpu_seconds() - start
 
 
