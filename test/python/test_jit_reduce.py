@@ -417,3 +417,69 @@ def test_reduce_f16_sum_rounds_once_from_f64() -> None:
     x = np.array([[1, 2**-11, 2**-23], [1, 2**-11, 0], [-1, -(2**-11), -(2**-23)], [60000, 6000, 0]], np.float16)
     got = check(reduce_text("add", "f16", (4, 3), (1,), "0"), x, xla=False)[0]
     assert got.tolist()[:3] == [1.0009765625, 1.0, -1.0009765625] and np.isinf(got[3])
+
+
+@pytest.mark.parametrize("op,init", [("maximum", "-inf"), ("minimum", "inf"), ("add", "0.25")])
+def test_reduce_lanes_exact(op: str, init: str) -> None:
+    """Rows of a multiple of 16 reduce in 16 lanes (`reduce._reduction`): max/min bit-identical with NaN and
+    infinities anywhere, an f32 sum still the interpreter's sequentially rounded f64 sum."""
+    from hlo_mlir.passes.lower_to_llvm import emit
+
+    x = np.random.default_rng(45).standard_normal((9, 1024)).astype(np.float32) * np.float32(1e3)
+    text = reduce_text(op, "f32", (9, 1024), (1,), init)
+    assert "memref<9x64x16xf32>" in emit(hlo_mlir.load(text), "loops")
+    if op != "add":
+        x[3, 0], x[4, 500], x[5, :] = np.inf, -np.inf, -np.inf if op == "maximum" else np.inf
+        check(text, x, xla_tol=1e-30)
+        # XLA:CPU's vectorized max/min of rows this long drops NaNs (it gave -inf for a row ending in NaN,
+        # a number for others): NaN propagation is checked against the interpreter only.
+        x[1, 17], x[2, 1023], x[4, 501] = np.nan, np.nan, np.nan
+        check(text, x, xla=False)
+    else:
+        check(text, x, xla_tol=1e-4)
+
+
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_reduce_lanes_signed_zeros(op: str) -> None:
+    """-0 < +0 whichever lane holds which (XLA's order; the interpreter returns the first zero)."""
+    x = np.full((4, 32), -0.0 if op == "maximum" else 0.0, np.float32)
+    x[0, 31] = x[1, 0] = x[2, 16] = 0.0 if op == "maximum" else -0.0
+    got = check(reduce_text(op, "f32", (4, 32), (1,), "-inf" if op == "maximum" else "inf"), x, interp=False)
+    assert list(np.signbit(got[0])) == ([False, False, False, True] if op == "maximum" else [True, True, True, False])
+
+
+def test_softmax_exp_is_computed_once_in_the_sum() -> None:
+    """exp(x - max) is computed in the row sum's loop and stored from there (`linalg_reduce_fusion`): one
+    kernel per pass, no kernel of its own, the division reads it."""
+    from hlo_mlir.passes.lower_to_llvm import emit
+
+    text = """HloModule m
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] maximum(a, b)
+}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[512,512] parameter(0)
+  ninf = f32[] constant(-inf)
+  zero = f32[] constant(0)
+  m = f32[512] reduce(x, ninf), dimensions={1}, to_apply=max
+  mb = f32[512,512] broadcast(m), dimensions={0}
+  d = f32[512,512] subtract(x, mb)
+  ex = f32[512,512] exponential(d)
+  s = f32[512] reduce(ex, zero), dimensions={1}, to_apply=add
+  sb = f32[512,512] broadcast(s), dimensions={0}
+  ROOT y = f32[512,512] divide(ex, sb)
+}
+"""
+    loops = emit(hlo_mlir.load(text), "loops")
+    kernels = [k for k in loops.split("func.func private")[1:] if "math.fma" in k]
+    assert len(kernels) == 1 and "arith.divf" not in kernels[0] and "fastmath<reassoc> : vector<16xf64>" in kernels[0]
+    x = RNG.standard_normal((512, 512)).astype(np.float32) * np.float32(4)
+    x[3, 7] = np.nan
+    check(text, x, tol=1e-6, xla_tol=1e-6)
