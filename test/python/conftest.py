@@ -1,12 +1,14 @@
 """Session-wide sharing for the test suite: XLA's result for one (module text, inputs) pair is computed
-once per `pytest` run, however many test files ask the oracle for it (the interpreter and JIT corpus
-sweeps both compare the same modules on the same seed-0 inputs with XLA); so are the interpreter results
-the corpus pass sweeps ask `xla_compare.interpret` for.
+once, however many test files ask the oracle for it (the interpreter and JIT corpus sweeps both compare
+the same modules on the same seed-0 inputs with XLA), and kept for later runs (it depends on nothing of
+ours: `xla_compare.run_once`); so is XLA's canonical printing of a text. The interpreter results the corpus
+pass sweeps ask `xla_compare.interpret` for are computed once per `pytest` run.
 
-The results live in a directory made for the run and removed after it; xdist workers inherit its
-path from the controller. A test that wants the live oracle (`test_oracle.py`) calls
-`hlo_mlir.oracle.run_xla` through the module attribute, which this wrapper replaces as well: the
-answer is the same array XLA gave for those bytes earlier in the run.
+The run's results live in a directory made for the run and removed after it; xdist workers inherit its
+path from the controller. A test that wants the live oracle (`test_oracle.py`) asks for the `live_xla`
+fixture, which restores `hlo_mlir.oracle`'s own functions (those replaced here, through the module
+attribute, before any test module imports them). jax.jit's compiled executables (`interp_fakes.xla`: one XLA
+compile, ~0.1 CPU-s, per op and type) go to jax's persistent compilation cache beside ours.
 """
 
 from __future__ import annotations
@@ -20,18 +22,55 @@ from collections.abc import Generator, Sequence
 import numpy as np
 import pytest
 from hlo_mlir import oracle
-from xla_compare import RESULTS_ENV, run_once
+from xla_compare import RESULTS_ENV, prune_across_runs, run_once
 
 _live_run_xla = oracle.run_xla
+_live_canonical_text = oracle.xla_canonical_text
+_live = [False]  # set by the live_xla fixture for its test
 
 
 def _shared_run_xla(hlo_text: str, args: Sequence[np.ndarray], timeout: float = 120) -> list[np.ndarray]:
-    """`oracle.run_xla`, answered from this run's results directory when the same call was made."""
-    return run_once("xla", hlo_text, args, lambda: _live_run_xla(hlo_text, args, timeout))
+    """`oracle.run_xla`, answered from the results kept when the same call was made before."""
+    if _live[0]:
+        return _live_run_xla(hlo_text, args, timeout)
+    return run_once("xla", hlo_text, args, lambda: _live_run_xla(hlo_text, args, timeout), across_runs=True)
+
+
+def _shared_canonical_text(hlo_text: str, isolated: bool = True) -> str:
+    """`oracle.xla_canonical_text`, answered like `_shared_run_xla` (the pass sweeps ask it for every
+    output, most of which are the unchanged module)."""
+    if _live[0] or not isolated:
+        return _live_canonical_text(hlo_text, isolated)
+    return run_once("xla-canonical", hlo_text, [], lambda: _live_canonical_text(hlo_text), across_runs=True)
 
 
 # Before any test module runs `from hlo_mlir.oracle import run_xla` (conftest is imported first).
 oracle.run_xla = _shared_run_xla
+oracle.xla_canonical_text = _shared_canonical_text
+
+
+@pytest.fixture
+def live_xla() -> Generator[None, None, None]:
+    """The oracle's own functions answer, not the kept results: for the tests of the oracle itself."""
+    _live[0] = True
+    yield
+    _live[0] = False
+
+
+def _jax_compilation_cache() -> None:
+    """jax.jit's executables kept in `<compile cache>/jax` (every compile: the tests' programs compile in
+    ~0.1 s, below jax's default threshold of 1 s); not with the compile cache off."""
+    from hlo_mlir.runtime import cache
+
+    if oracle.xla_available() and cache.enabled():
+        import jax
+
+        jax.config.update("jax_compilation_cache_dir", str(cache.directory() / "jax"))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+_jax_compilation_cache()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -45,6 +84,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     made = getattr(config, "_hlo_mlir_results", None)
     if made:
+        prune_across_runs()
         shutil.rmtree(made, ignore_errors=True)
         os.environ.pop(RESULTS_ENV, None)
 

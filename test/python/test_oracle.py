@@ -18,6 +18,8 @@ if _PYTHON_DIR not in sys.path:
 from hlo_mlir.oracle import (XlaError, random_inputs_for, run_xla, run_xla_inprocess,  # noqa: E402
                              xla_available, xla_canonical_text)
 
+pytestmark = pytest.mark.usefixtures("live_xla")  # the oracle itself: never the results conftest keeps
+
 ADD = """HloModule add
 ENTRY e {
   a = f32[3] parameter(0)
