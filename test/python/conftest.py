@@ -1,7 +1,7 @@
 """Session-wide sharing for the test suite: XLA's result for one (module text, inputs) pair is computed
 once, however many test files ask the oracle for it (the interpreter and JIT corpus sweeps both compare
 the same modules on the same seed-0 inputs with XLA), and kept for later runs (it depends on nothing of
-ours: `xla_compare.run_once`); so is XLA's canonical printing of a text. The interpreter results the corpus
+ours: `xla_compare.run_once`); so are XLA's canonical printing of a text and its results for StableHLO text. The interpreter results the corpus
 pass sweeps ask `xla_compare.interpret` for are computed once per `pytest` run.
 
 The run's results live in a directory made for the run and removed after it; xdist workers inherit its
@@ -44,9 +44,21 @@ def _shared_canonical_text(hlo_text: str, isolated: bool = True) -> str:
     return run_once("xla-canonical", hlo_text, [], lambda: _live_canonical_text(hlo_text), across_runs=True)
 
 
+_live_run_stablehlo = oracle.run_stablehlo
+
+
+def _shared_run_stablehlo(mlir_text: str, args: Sequence[np.ndarray], timeout: float = 120) -> list[np.ndarray]:
+    """`oracle.run_stablehlo` (XLA:CPU on StableHLO text), answered like `_shared_run_xla`."""
+    if _live[0]:
+        return _live_run_stablehlo(mlir_text, args, timeout)
+    return run_once("xla-stablehlo", mlir_text, args, lambda: _live_run_stablehlo(mlir_text, args, timeout),
+                    across_runs=True)
+
+
 # Before any test module runs `from hlo_mlir.oracle import run_xla` (conftest is imported first).
 oracle.run_xla = _shared_run_xla
 oracle.xla_canonical_text = _shared_canonical_text
+oracle.run_stablehlo = _shared_run_stablehlo
 
 
 @pytest.fixture

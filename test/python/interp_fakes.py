@@ -13,6 +13,7 @@ import numpy as np
 from hlo_mlir.interpreter import ops_elementwise, ops_gather_scatter, ops_shape  # noqa: F401
 from hlo_mlir.interpreter.registry import KERNELS
 from hlo_mlir.types import BY_DTYPE, BY_HLO, ArrayType, HloType
+from xla_compare import run_once
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_platforms", "cpu")
@@ -86,13 +87,17 @@ def xla(fn: Callable[..., Any], *args: Any) -> np.ndarray:
 
 
 def xla_mlir(text: str, *args: np.ndarray) -> list[np.ndarray]:
-    """Run a StableHLO `func.func @main` on XLA CPU (for ops jax.lax does not expose)."""
+    """Run a StableHLO `func.func @main` on XLA CPU (for ops jax.lax does not expose); XLA's answer is kept
+    across runs (`xla_compare.run_once`)."""
     import jax.extend.backend as jb
     from jax._src.lib import xla_client
 
-    backend = jb.get_backend("cpu")
-    exe = backend.compile_and_load(text, [backend.devices()[0]], xla_client.CompileOptions())
-    return [np.asarray(r) for r in exe.execute([jax.device_put(a) for a in args])]
+    def compute() -> list[np.ndarray]:
+        backend = jb.get_backend("cpu")
+        exe = backend.compile_and_load(text, [backend.devices()[0]], xla_client.CompileOptions())
+        return [np.asarray(r) for r in exe.execute([jax.device_put(a) for a in args])]
+
+    return run_once("jax-stablehlo", text, args, compute, across_runs=True)
 
 
 # XLA's CPU runtime runs with denormals-are-zero and flush-to-zero, so f32/f64 (and bf16,
