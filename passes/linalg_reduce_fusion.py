@@ -11,7 +11,8 @@ reduction may read the producer directly or through a `tensor.expand_shape` (a r
 lanes, `convert_hlo_to_linalg.reduce`): the producer's operands are expanded alike, so every loop nest
 still walks contiguous memory. The producer's body runs once per element, in the same order, so results
 are bit-identical. Only producers whose only other readers come after the reduction, whose indexing maps
-are projected permutations and whose bodies are scalar arith/math code are fused; upstream fusion then
+are projected permutations and whose bodies are scalar arith/math code are fused, into reductions whose
+innermost loop is parallel; upstream fusion then
 fuses the producer's own producers (`x - max`) into the new op.
 """
 
@@ -53,10 +54,18 @@ def _shape(v: ir.Value) -> list[int]:
     return list(ir.RankedTensorType(v.type).shape)
 
 
+def _innermost_parallel(op: ir.Operation) -> bool:
+    """Whether the innermost loop of `op` is parallel (a reduction split into lanes, a column sum): fused
+    there, the producer's body is vectorized with it; in a reduced innermost loop (a chain through one
+    accumulator) it would run one element at a time."""
+    iterators = list(ir.ArrayAttr(op.attributes["iterator_types"]))
+    return bool(iterators) and "parallel" in str(iterators[-1])
+
+
 def _producer(consumer: ir.Operation, index: int, maps: list[ir.AffineMap],
               order: dict[ir.Operation, int]) -> tuple[ir.Operation, ir.Operation | None] | None:
     """(producer, expand_shape between or None) when input `index` of reduction `consumer` can be fused."""
-    if maps[index] != ir.AffineMap.get_identity(maps[index].n_dims):
+    if maps[index] != ir.AffineMap.get_identity(maps[index].n_dims) or not _innermost_parallel(consumer):
         return None
     value = consumer.operands[index]
     reshape = _owner(value)
