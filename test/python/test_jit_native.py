@@ -184,6 +184,23 @@ def test_strided_memref_copies_become_loops() -> None:
     assert printed.count("memref.copy") == 1
 
 
+def test_a_pipeline_that_leaves_an_invalid_module_is_an_error() -> None:
+    """The lowering's pipelines verify once at their end (not after every pass): a module left invalid is
+    still an HloError naming the stage, never a silently compiled one."""
+    from hlo_mlir.diagnostics import HloError
+    from hlo_mlir.dialects import new_context
+    from hlo_mlir.passes import lower_to_llvm
+    from mlir import ir
+
+    with new_context():
+        module = ir.Module.parse("func.func @f(%x: i32) -> i32 {\n  return %x : i32\n}")
+        f = module.body.operations[0].operation
+        f.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([ir.IntegerType.get_signless(32)],
+                                                                             [ir.F32Type.get()]))
+        with pytest.raises(HloError, match="lowering to loops failed"):
+            lower_to_llvm._run(module, "cse", "loops")
+
+
 def test_load_of_a_missing_file_says_so(tmp_path: Path) -> None:
     """A path that does not exist is an error about the file, not HLO text that fails to parse."""
     with pytest.raises(hlo_mlir.HloError, match=r"cannot read '.*missing\.hlo': No such file"):
