@@ -91,3 +91,13 @@ def test_the_library_is_built_once_per_directory(tmp_path: Path, monkeypatch: py
     kernel_library.objects.cache_clear()
     monkeypatch.setattr(kernel_library, "_build", lambda: pytest.fail("built again"))
     assert kernel_library.objects(tmp_path) == built
+
+
+def test_the_library_tiles_are_every_tile_register_tile_chooses() -> None:
+    """`tiles()` asks `register_tile` for one N per vector count; asking for every N gives the same set."""
+    from hlo_mlir.passes import contraction_library
+    from hlo_mlir.passes.convert_hlo_to_linalg.matmul_kernel import register_tile
+
+    every = {(work, *register_tile(int(work[1:]), m, n)) for work in ("f32", "f64") for m in range(1, 17)
+             for n in range(1, 8 * contraction_library.lanes(work) + 40)}
+    assert contraction_library.tiles() == every
