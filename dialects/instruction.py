@@ -79,6 +79,12 @@ class Instruction:
         return tuple(from_mlir_type(v.type) for v in self.op.operands)
 
     @cached_property
+    def operand_bounded_types(self) -> tuple[HloType, ...]:
+        """The operands' types with the `<=` bounds their producers or parameters wrote (a check for
+        bounded dimensions needs these; `operand_types` holds a bound as a static size)."""
+        return tuple(edit.bounded_type(v) for v in self.op.operands)
+
+    @cached_property
     def operand_layouts(self) -> tuple[tuple[int, ...] | None, ...]:
         """The layout written for each operand by its producer or parameter (None: default)."""
         return tuple(edit.layout_of(v) for v in self.op.operands)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from mlir import ir
 
 from hlo_mlir.dialects import NAME, edit, opcode_of
+from hlo_mlir.dialects.instruction import Instruction
 from hlo_mlir.types import DYNAMIC, ArrayType, HloType
 
 _FIRST_INDEX = {"dynamic-slice": 1, "dynamic-update-slice": 2}
@@ -41,8 +42,8 @@ def _split(op: ir.Operation, names: edit.Names) -> bool:
         return False
     vector = indices[0]
     vector_type = edit.type_of(vector)
-    if not (static_array(edit.bounded_type(vector)) and static_array(edit.bounded_type(op.operands[0]))) \
-            or vector_type.rank != 1:  # type: ignore[union-attr]
+    bounded = Instruction(op).operand_bounded_types
+    if not (static_array(bounded[first]) and static_array(bounded[0])) or vector_type.rank != 1:  # type: ignore[union-attr]
         return False
     element = vector_type.element  # type: ignore[union-attr]
     scalars: list[ir.Value] = []

@@ -92,9 +92,10 @@ def is_simple(indices_rank: int, attrs: Mapping[str, object]) -> bool:
 def _simplify(gather: ir.Operation, names: edit.Names) -> bool:
     operand, indices = gather.operands
     ot, it, rt = edit.type_of(operand), edit.type_of(indices), edit.type_of(gather.result)
-    if not all(static_array(edit.bounded_type(v)) for v in (operand, indices, gather.result)):
+    view = Instruction(gather)
+    if not all(static_array(t) for t in (*view.operand_bounded_types, view.type)):
         return False
-    attrs = Instruction(gather).attrs
+    attrs = view.attrs
     if attrs.get("operand_batching_dims") or attrs.get("start_indices_batching_dims"):
         return False
     b = Builder(gather, names)

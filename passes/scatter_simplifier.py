@@ -59,9 +59,10 @@ def _simplify(module: ir.Module, scatter: ir.Operation, names: edit.Names) -> bo
     values = list(scatter.operands)
     n = (len(values) - 1) // 2
     operands, indices, updates = values[:n], values[n], values[n + 1:]
-    if not all(static_array(edit.bounded_type(v)) for v in values):
+    view = Instruction(scatter)
+    if not all(static_array(t) for t in view.operand_bounded_types):
         return False
-    attrs = Instruction(scatter).attrs
+    attrs = view.attrs
     if attrs.get("input_batching_dims") or attrs.get("scatter_indices_batching_dims"):
         return False
     window = tuple(attrs.get("update_window_dims", ()))

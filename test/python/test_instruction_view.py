@@ -44,6 +44,8 @@ def test_names_types_layouts(views: dict[str, Instruction]) -> None:
     assert (r.opcode, r.name) == ("reduce", "r")
     assert r.type == ArrayType(BY_HLO["f32"], (3,)) and r.layout == (0,)
     assert r.operand_types[0] == ArrayType(BY_HLO["f32"], (4, 3))  # as the MLIR type holds it
+    bounded = r.operand_bounded_types[0]
+    assert bounded != r.operand_types[0] and str(bounded).startswith("f32[<=4,3]")
     assert r.operand_layouts == ((0, 1), None)
     assert r.attrs == {"dimensions": (0,), "to_apply": "add"}
     out = views["out"]
