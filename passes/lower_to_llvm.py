@@ -14,9 +14,8 @@ from mlir.dialects import builtin, func, linalg, llvm
 from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.passes import (contraction_kernels, fusion_limit, linalg_fast_math, linalg_recompute,
-                             linalg_reduce_fusion, linalg_schedules, outline_kernels, parallelize, tile_transposes,
-                             widen_i1_memrefs)
+from hlo_mlir.passes import (contraction_kernels, fusion_limit, linalg_fast_math, linalg_recompute, linalg_schedules,
+                             outline_kernels, parallelize, tile_transposes, widen_i1_memrefs)
 
 if TYPE_CHECKING:
     from hlo_mlir.module import Module
@@ -111,7 +110,6 @@ def to_loops(module: ir.Module, profile: bool = False, threads: int = 0) -> ir.M
     `threads` is 1, big kernels get a parallel outer loop (`parallelize`)."""
     linalg_schedules.apply(module)
     linalg_fast_math.apply(module)
-    linalg_reduce_fusion.apply(module)
     linalg_recompute.apply(module)
     _readonly_arguments(module)
     _run(module, "symbol-dce,canonicalize", "loops")

@@ -9,8 +9,7 @@ interpreter's answer:
     below f64 the add carries `reassoc` so LLVM vectorizes the loop — the f64 partial sums it reorders
     give the sequential sum's rounding except in ties far below the element type's precision; such a sum
     to a scalar over many elements adds fixed rows in parallel first (`_partial_sums`: every core, the
-    same grouping whatever the thread count); a sum below f64 and an f32/f64 max/min (exact in any order)
-    over the contiguous dimension keep `LANES` partial results per row (`_reduction`), so they vectorize;
+    same grouping whatever the thread count);
   * pred `add`/`multiply`/`maximum`/`minimum` are OR/AND (pred arithmetic the elementwise rules reject).
 reduce-window skips padding and base-dilation holes (they never reach the reducer, as in XLA CPU and
 the interpreter); select-and-scatter runs as scf loops over the source (select: first element wins,
@@ -39,8 +38,6 @@ Combine = Callable[[Sequence[ir.Value], Sequence[ir.Value]], list[ir.Value]]
 _LOGICAL = {"or": arith.ori, "and": arith.andi, "xor": arith.xori}
 _REASSOC = "#arith.fastmath<reassoc>"
 _PARTS = 64  # row sums of a float sum to a scalar (`_partial_sums`)
-LANES = parallelize.LANES  # partial results per row of a reduction (`_reduction`)
-_LANE_FLOATS = frozenset({"f32", "f64"})  # max/min reductions split into lanes (exact in any order)
 
 
 def computation_name(rw: Rewriter, attr: str) -> str:
@@ -91,7 +88,8 @@ def _element(v: ir.Value) -> ir.Type:
 
 @rule("reduce")
 def reduce(rw: Rewriter) -> list[ir.Value]:
-    """A linalg.generic over the operand's loops (`_reduction`); a float sum in f64 (module docstring)."""
+    """One linalg.generic over the operand's loops (reduced ones as `reduction`), so the innermost
+    loop walks contiguous memory whatever dims are reduced."""
     xs, inits, elements = _split(rw)
     name = computation_name(rw, "to_apply")
     shape = _shape(xs[0])
@@ -102,6 +100,10 @@ def reduce(rw: Rewriter) -> list[ir.Value]:
     out_shape = [shape[d] for d in kept]
     if reduce_combines_nothing(shape, dims):
         return [reshape_view(x, out_shape) for x in xs]
+    rank = len(shape)
+    ident = ir.AffineMap.get_identity(rank)
+    out_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(d) for d in kept])
+    iters = ["reduction" if d in dims else "parallel" for d in range(rank)]
     kind = binary_reducer(rw, name) if len(xs) == 1 else None
     et = elements[0]
     if kind == "add" and et.is_float:
@@ -111,79 +113,31 @@ def reduce(rw: Rewriter) -> list[ir.Value]:
         # f64 operands keep the sequential order (their f64 sum has no wider type to hide reordering in).
         fm = ir.Attribute.parse(_REASSOC if et.hlo != "f64" else "#arith.fastmath<none>")
 
-        def add2(accs: Sequence[ir.Value], xs: Sequence[ir.Value]) -> list[ir.Value]:
-            x = xs[0]
-            return [arith.addf(accs[0], x if x.type == f64 else arith.extf(f64, x), fastmath=fm)]
+        def add(x: ir.Value, a: ir.Value) -> list[ir.Value]:
+            return [arith.addf(a, x if x.type == f64 else arith.extf(f64, x), fastmath=fm)]
 
         parts = _partial_sums(shape) if not out_shape and et.hlo != "f64" else 1
-        # Below f64, partial sums in lanes reorder the f64 additions, which `reassoc` allows already. -0.0 is
-        # the identity of float addition: an all -0.0 row sums to -0.0.
-        minus_zero = arith.constant(f64, -0.0) if et.hlo != "f64" else None
         if parts > 1:
-            # [parts, n / parts] rows summed in parallel, then the row sums added to the init value.
-            assert minus_zero is not None
+            # [parts, n / parts] rows summed in parallel from -0.0 (the identity of float addition, so an
+            # all -0.0 operand still sums to -0.0), then the row sums added to the init value.
             rows = reshape_view(xs[0], [parts, math.prod(shape) // parts])
-            xs, dims = [_reduction(rw, [rows], [1], [f64], add2, [rw.filled([parts], minus_zero)],
-                                          [minus_zero])[0]], [0]
-        acc = _reduction(rw, xs, dims, [f64], add2, [rw.filled(out_shape, wide_init)],
-                         [minus_zero] if minus_zero is not None else None)[0]
+            row_map = ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(0)])
+            partial = rw.generic([rows], [ir.AffineMap.get_identity(2)], [parts], [f64], add,
+                                 iterators=["parallel", "reduction"],
+                                 inits=[rw.filled([parts], arith.constant(f64, -0.0))], output_map=row_map)[0]
+            xs, ident, iters, out_map = [partial], ir.AffineMap.get_identity(1), ["reduction"], \
+                ir.AffineMap.get(1, 0, [])
+        acc = rw.generic(xs, [ident], out_shape, [f64], add,
+                         iterators=iters, inits=[rw.filled(out_shape, wide_init)], output_map=out_map)[0]
         if et.hlo == "f64":
             return [acc]
         return [rw.generic([acc], [ir.AffineMap.get_identity(len(out_shape))], out_shape, [element_mlir_type(et)],
                            lambda a, _o: [_round_from_f64(a, et)])[0]]
     combine = combiner(rw, name, elements)
-    filled = [rw.filled(out_shape, scalar_of(i)) for i in inits]
-    extreme = {"maximum": -math.inf, "minimum": math.inf}.get(kind or "")
-    identity = [rw.constant(element_mlir_type(et), extreme)] if extreme is not None and et.hlo in _LANE_FLOATS else None
-    return _reduction(rw, xs, dims, [_element(x) for x in xs], combine, filled, identity)
-
-
-def _reduction(rw: Rewriter, xs: Sequence[ir.Value], dims: Sequence[int], out_elements: Sequence[ir.Type],
-               combine: Combine, inits: Sequence[ir.Value], identities: Sequence[ir.Value] | None) -> list[ir.Value]:
-    """`xs` reduced over `dims` by `combine(accs, xs)`, starting from `inits` (filled result tensors): one
-    linalg.generic over the operand's loops, reduced ones as `reduction`, so the innermost loop walks
-    contiguous memory whatever dims are reduced.
-
-    With `identities` (the reducer's identity per result: the reducer is associative and commutative, or
-    reordering it is allowed) a reduced innermost dimension of a multiple of `LANES` elements is split
-    into [n / LANES, LANES] with the lanes a parallel innermost loop: `LANES` partial results per row, each
-    over every `LANES`-th element, then combined into the init value. A reduced innermost loop is a chain
-    through one accumulator that neither we nor LLVM vectorize (its accumulator lives in memory); the
-    lane loop is vectorized like any elementwise loop (`parallelize`), and elementwise producers still
-    fuse into it (through the expand_shape), so softmax's `exp(x - max)` is summed row by row.
-    Only reductions big enough to be parallel kernels (`parallelize.MIN_ELEMENTS`) are split: the lanes'
-    initialization and combination are two more kernels, whose calls a small reduction does not win
-    back. Not in one-thread builds either, which do not run `parallelize`'s vectorizer: LLVM's own handles
-    the lane loop badly (softmax_1024 on one thread: exp and sum fused into it took 1.70 ms against
-    0.85 + 0.19 for the two kernels unsplit)."""
-    shape = _shape(xs[0])
-    rank = len(shape)
-    kept = [d for d in range(rank) if d not in dims]
-    out_shape = [shape[d] for d in kept]
     n = len(xs)
-
-    def body(*a: ir.Value) -> list[ir.Value]:
-        return combine(a[n:], a[:n])
-
-    if (identities is not None and rank and rank - 1 in dims and shape[-1] % LANES == 0 and shape[-1] > LANES
-            and math.prod(shape) >= parallelize.MIN_ELEMENTS and parallelize.configured_threads() != 1):
-        wide = [*shape[:-1], shape[-1] // LANES, LANES]
-        groups = [[d] for d in range(rank - 1)] + [[rank - 1, rank]]
-        split = [tensor.ExpandShapeOp(ir.RankedTensorType.get(wide, _element(x)), x, groups, [], wide).result
-                 for x in xs]
-        lane_map = ir.AffineMap.get(rank + 1, 0, [ir.AffineDimExpr.get(d) for d in [*kept, rank]])
-        lane_shape = [*out_shape, LANES]
-        lanes = rw.generic(split, [ir.AffineMap.get_identity(rank + 1)] * n, lane_shape, out_elements, body,
-                           iterators=["reduction" if d in dims else "parallel" for d in range(rank)] + ["parallel"],
-                           inits=[rw.filled(lane_shape, i) for i in identities], output_map=lane_map)
-        k = len(out_shape)
-        return rw.generic(lanes, [ir.AffineMap.get_identity(k + 1)] * n, out_shape, out_elements, body,
-                          iterators=["parallel"] * k + ["reduction"], inits=inits,
-                          output_map=ir.AffineMap.get(k + 1, 0, [ir.AffineDimExpr.get(d) for d in range(k)]))
-    out_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(d) for d in kept])
-    return rw.generic(xs, [ir.AffineMap.get_identity(rank)] * n, out_shape, out_elements, body,
-                      iterators=["reduction" if d in dims else "parallel" for d in range(rank)], inits=inits,
-                      output_map=out_map)
+    filled = [rw.filled(out_shape, scalar_of(i)) for i in inits]
+    return rw.generic(xs, [ident] * n, out_shape, [_element(x) for x in xs],
+                      lambda *a: combine(a[n:], a[:n]), iterators=iters, inits=filled, output_map=out_map)
 
 
 def _partial_sums(shape: Sequence[int]) -> int:
