@@ -23,7 +23,8 @@ def _is_valid(module: "Module") -> bool:
 
 
 def _verify_after(module: "Module", name: str) -> None:
-    """Like mlir-opt's verify-each: a pass that breaks the IR or a shape rule is a compiler bug, named as such."""
+    """Like mlir-opt's verify-each: a pass that breaks the IR or a shape rule is a compiler bug, named as such
+    (`name`: the passes run since the last check, the culprit among them)."""
     from mlir import ir
 
     from hlo_mlir.diagnostics import HloError
@@ -32,7 +33,8 @@ def _verify_after(module: "Module", name: str) -> None:
         module.mlir.operation.verify()
         module.verify()
     except (ir.MLIRError, HloError) as e:
-        raise HloError(f"internal error: pass '{name}' produced an invalid module: {e}") from None
+        which = f"pass '{name}'" if ", " not in name else f"one of the passes '{name}'"
+        raise HloError(f"internal error: {which} produced an invalid module: {e}") from None
 
 
 def apply(module: "Module", pipeline: str, *, stream: TextIO = sys.stderr, verify_each: bool = True,
@@ -40,8 +42,8 @@ def apply(module: "Module", pipeline: str, *, stream: TextIO = sys.stderr, verif
     """Run `pipeline` (`a,b{k=v}`, `builtin.module(...)` or a named pipeline) on `module` in place.
 
     `instrumentation` takes the fields of `pipeline.Instrumentation` (before, after, after_all, timing);
-    `verify_each` checks the module after every pass (when the input itself verifies); returns the
-    seconds spent per pass.
+    `verify_each` checks the module after every pass that changed it and at the end (when the input itself
+    verifies); returns the seconds spent per pass.
     """
     from hlo_mlir.passes.pipeline import PIPELINES, Instrumentation, named_pipeline, parse_pipeline, run_pipeline
 
