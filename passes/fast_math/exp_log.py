@@ -9,8 +9,19 @@ from __future__ import annotations
 
 import math as pymath
 
-from hlo_mlir.passes.fast_math.builder import (F, I, fast_two_sum, fma, poly, pow2, scale, two_prod, two_sum, via_f64,
-                                               where)
+from hlo_mlir.passes.fast_math.builder import (
+    F,
+    I,
+    fast_two_sum,
+    fma,
+    poly,
+    pow2,
+    scale,
+    two_prod,
+    two_sum,
+    via_f64,
+    where,
+)
 
 INF = float("inf")
 NAN = float("nan")
@@ -38,6 +49,11 @@ TANH_T = {
          -0.008863221002625505, 0.0035919891737663003, -0.0014549588776991802, 0.000586316539285608,
          -0.000228564208802037, 7.714436382812367e-05, -1.607256822256388e-05),
 }
+
+
+# exp(r) = 1 + r + r^2 (c2 + c3 r + ... + c6 r^4) on |r| <= ln2/2 (f32, by Horner's rule: `exp`).
+EXP_P32 = (1.0, 1.0, 0.4999999403953552, 0.1666652113199234, 0.04166838899254799, 0.008368710055947304,
+           0.001381461275741458)
 
 
 # ln 2 as the nearest f32/f64 and the rest.
@@ -87,9 +103,29 @@ def exp_normal(x: F) -> F:
 
 def exp(x: F) -> F:
     """e^x: n = round(x / ln 2), r = x - n ln 2 (Cody-Waite, exact high part), 1 + r + r^2 P(r), scaled by
-    2^n in two steps (subnormal results round once more, overflow is inf). Max error 1 ulp (f32, f64)."""
+    2^n in two steps (subnormal results round once more, overflow is inf). Max error 1 ulp (f32, f64).
+    f32: `_exp_f32`."""
+    if x.fmt.width == 32:
+        return _exp_f32(x)
     y, n = exp_parts(x)
     return where(x.isnan(), x, scale(y, n))
+
+
+def _exp_f32(x: F) -> F:
+    """f32 e^x in 21 vector instructions (softmax's cost): x clamped to where the result is 0 or inf beyond
+    (NaN passes: the compare-selects are vmaxps/vminps), n = round(x / ln 2) by adding 1.5 * 2^23 (n is then
+    the low bits of the sum), r = x - n ln 2 (Cody-Waite), 1 + r + ... + c6 r^6 by Horner's rule, scaled by
+    2^n in two steps (NaN stays NaN). Max error 1 ulp (0.88 measured): the last rounding, r's (times e^r)
+    and the previous Horner step's (times r)."""
+    shift = 1.5 * 2.0 ** (x.fmt.precision - 1)
+    lo, hi = -(x.fmt.bias + x.fmt.precision + 2) * LN2, (x.fmt.bias + 1.01) * LN2
+    xc = where(x < lo, x.c(lo), x)
+    xc = where(xc > hi, x.c(hi), xc)
+    z = fma(xc, 1 / LN2, shift)
+    n = z - shift
+    ln2_hi, ln2_lo = _ln2_parts(x)
+    r = fma(-n, ln2_lo, fma(-n, ln2_hi, xc))
+    return scale(poly(r, EXP_P32), z.bits() - x.c(shift).bits())
 
 
 def expm1(x: F) -> F:

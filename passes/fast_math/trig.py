@@ -10,8 +10,20 @@ from __future__ import annotations
 
 import math as pymath
 
-from hlo_mlir.passes.fast_math.builder import (B, F, I, fast_two_sum, fma, int_const, poly, rounded, sqrt_parts,
-                                               two_prod, two_sum, where)
+from hlo_mlir.passes.fast_math.builder import (
+    B,
+    F,
+    I,
+    fast_two_sum,
+    fma,
+    int_const,
+    poly,
+    rounded,
+    sqrt_parts,
+    two_prod,
+    two_sum,
+    where,
+)
 
 NAN = float("nan")
 INF = float("inf")
