@@ -7,14 +7,16 @@ compiled 7-8x slower than XLA's). It is the same code for every shape, so it is 
 and each module keeps only its thin block loops (`contraction_kernels`).
 
 One function per work type (f32, f64) and register tile (`mr` rows x `nr` columns, every tile
-`register_tile` can choose): `hlo_mlir_mk_<type>_<mr>x<nr>(a, b, c, zero)`, three views of rank 8 over the
+`register_tile` can choose): `hlo_mlir_mk_<type>_<mr>x<nr>(a, b, c, zero, relu)`, three views of rank 8 over the
 same loop space `[P0, P1, P2, R0, R1, R2, MR, NR]` (`DIMS`): up to three tile loops (P), up to three
 reduction loops (R, in order), the register tile. Each view's strides say how its element moves along each
 loop (0 where it does not depend on it: `a` along NR, `b` along MR, `c` along R), so a matmul block and an
 implicit-GEMM convolution block are the same call (`contraction_kernels` makes the views). For each P point
 the kernel loads the `mr x nr` accumulator tile from `c` (or starts from zeros when `zero`: the first block
 of the sums, so `c` needs no fill), adds `a[.., i, 0] * b[.., 0, :]` for each R point in order with one FMA
-per element (one rounding, the sums in k order, as the vectorized tile did), and stores it back.
+per element (one rounding, the sums in k order, as the vectorized tile did), and stores it back, through
+`max(x, 0)` when `relu` (the last block of the sums of a contraction whose only reader was an HLO
+`maximum(x, 0)`: `contraction_kernels` fuses it, so the result is not read and written again).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def _kernel(work: str, mr: int, nr: int) -> str:
     accs = [(i, j) for i in range(mr) for j in range(nr // w)]
     acc_types = ", ".join([vt] * len(accs))
     consts = sorted({*range(DIMS), *range(mr), *(j * w for j in range(nr // w))})
-    lines = [f"  func.func @{name(work, mr, nr)}(%a: {ta}, %b: {tb}, %c: {tb}, %zero: i1) {{"]
+    lines = [f"  func.func @{name(work, mr, nr)}(%a: {ta}, %b: {tb}, %c: {tb}, %zero: i1, %relu: i1) {{"]
     lines += [f"    %i{k} = arith.constant {k} : index" for k in consts]
     lines.append(f"    %zeros = arith.constant dense<0.0> : {vt}")
     lines += [f"    %n{d} = memref.dim %c, %i{d} : {tb}" for d in range(P + R)]
@@ -108,7 +110,9 @@ def _kernel(work: str, mr: int, nr: int) -> str:
             res = ", ".join(f"%r{d}#{k}" for k in range(len(accs)))
             lines.append(f"{indent}scf.yield {res} : {acc_types}")
     for k, (i, j) in enumerate(accs):
-        lines.append(f"{indent}vector.store %r0#{k}, %c[{pt}, {zr}, %i{i}, %i{j * w}] : {tb}, {vt}")
+        lines.append(f"{indent}%max{k} = arith.maximumf %r0#{k}, %zeros : {vt}")
+        lines.append(f"{indent}%out{k} = arith.select %relu, %max{k}, %r0#{k} : {vt}")
+        lines.append(f"{indent}vector.store %out{k}, %c[{pt}, {zr}, %i{i}, %i{j * w}] : {tb}, {vt}")
     for _ in range(P):
         indent = indent[:-2]
         lines.append(f"{indent}}}")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import hlo_mlir
+from hlo_mlir.diagnostics import HloError
 from hlo_mlir.passes import contraction_kernels
 from hlo_mlir.passes.lower_to_llvm import emit
 from hlo_mlir.runtime.jit import compile_module
@@ -101,3 +102,75 @@ def test_the_library_tiles_are_every_tile_register_tile_chooses() -> None:
     every = {(work, *register_tile(int(work[1:]), m, n)) for work in ("f32", "f64") for m in range(1, 17)
              for n in range(1, 8 * contraction_library.lanes(work) + 40)}
     assert contraction_library.tiles() == every
+
+
+def _relu(text: str, zero: str = "0") -> str:
+    """`text` with its ROOT `d`/`c` renamed `r` and a ReLU of it as the new ROOT."""
+    root = text.split("ROOT ")[1].split(" = ")[0]
+    shape = text.split(f"ROOT {root} = ")[1].split(" ")[0]
+    body = text.replace(f"ROOT {root} =", f"{root} =").rstrip().removesuffix("}")
+    return (f"{body}  z = f32[] constant({zero})\n  zb = {shape} broadcast(z), dimensions={{}}\n"
+            f"  ROOT r = {shape} maximum({root}, zb)\n}}\n")
+
+
+RELU_CASES = {
+    "conv_3x3": _relu(CASES["conv_3x3"]),
+    "matmul_k600": _relu(CASES["matmul_k600"]),  # two k blocks: the ReLU applies after the second only
+    "conv_stride2": _relu(CASES["conv_stride2"]),
+    "ragged": _relu(_dot("f32[37,300]", "f32[300,45]", "f32[37,45]")),  # the padded result's crop copy between
+}
+
+
+@pytest.mark.parametrize("name", sorted(RELU_CASES))
+def test_a_relu_reading_a_block_alone_runs_in_its_kernel(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fused ReLU leaves no `maximumf` in the module and gives bitwise the unfused module's results,
+    NaN and signed zeros included."""
+    text = RELU_CASES[name]
+    loops = emit(hlo_mlir.load(text), "loops")
+    assert re.search(r"call @hlo_mlir_mk_f32_\d+x\d+\(.*, %(true|\d+)\)", loops) and "maximumf" not in loops
+    module = hlo_mlir.load(text)
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(p.dims).astype(p.element.dtype) for p in compile_module(module, use_cache=False).params]
+    args[0].flat[7] = np.nan  # one NaN input: the results it reaches are NaN through the ReLU too
+    args[0].flat[5::23] = -0.0
+    fused = compile_module(hlo_mlir.load(text), use_cache=False)(*args)
+    monkeypatch.setattr(contraction_kernels, "_fuse_relu", lambda _op: False)
+    assert "maximumf" in emit(hlo_mlir.load(text), "loops")
+    plain = compile_module(hlo_mlir.load(text), use_cache=False)(*args)
+    assert np.isnan(plain[0]).any() and (plain[0] == 0).any() and (plain[0] > 0).any()  # every case is met
+    np.testing.assert_array_equal(fused[0], plain[0])
+    assert np.array_equal(np.signbit(fused[0]), np.signbit(plain[0]))
+
+
+@pytest.mark.parametrize("variant", ["another_reader", "negative_zero", "minimum"])
+def test_a_relu_is_not_fused_where_it_would_change_results(variant: str) -> None:
+    """The raw product read elsewhere too, max(x, -0.0) (max(-0.0, -0.0) is -0.0, not the kernel's +0.0),
+    and a min: each stays an elementwise op of the module."""
+    text = _relu(CASES["conv_3x3"], "-0.0" if variant == "negative_zero" else "0")
+    if variant == "another_reader":
+        text = text.replace("ROOT r = f32[1,14,14,64] maximum(c, zb)",
+                            "r = f32[1,14,14,64] maximum(c, zb)\n  ROOT t = (f32[1,14,14,64], f32[1,14,14,64]) tuple(r, c)")
+    if variant == "minimum":
+        text = text.replace("maximum(c, zb)", "minimum(c, zb)")
+    loops = emit(hlo_mlir.load(text), "loops")
+    assert "call @hlo_mlir_mk_f32_7x32(" in loops
+    assert ("minimumf" if variant == "minimum" else "maximumf") in loops
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 16, 16, 32)).astype(np.float32)
+    k = rng.standard_normal((3, 3, 32, 64)).astype(np.float32)
+    got = hlo_mlir.load(text).run(x, k, backend="jit")
+    want = hlo_mlir.load(text).run(x, k, backend="interpreter")
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_relu_block_that_loses_its_kernel_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the fusion barriers elementwise fusion folds the transposing producer into the block, a new op
+    without its mark: the ReLU the block took in would be lost, so the lowering stops and says so."""
+    text = ("HloModule m\nENTRY e {\n  a = f32[32,64] parameter(0)\n  w = f32[256,64] parameter(1)\n"
+            "  t = f32[64,256] transpose(w), dimensions={1,0}\n"
+            f"  ROOT d = f32[32,256] dot(a, t), {_MM}\n}}\n")
+    assert "maximumf" not in emit(hlo_mlir.load(_relu(text)), "loops")
+    monkeypatch.setattr(contraction_kernels, "fusion_barriers", lambda _m: None)
+    with pytest.raises(HloError, match="took in a ReLU did not reach"):
+        emit(hlo_mlir.load(_relu(text)), "loops")
