@@ -330,6 +330,56 @@ def test_modules_build_in_process_as_the_tools_would(monkeypatch: pytest.MonkeyP
         np.testing.assert_array_equal(s, w)
 
 
+# A loop LLVM vectorizes (and interleaves) itself, as it does the scalar loops the schedules leave.
+_NARROWING_LOOP = """
+define void @narrow(ptr noalias %src, ptr noalias %dst) {
+entry:
+  br label %body
+body:
+  %i = phi i64 [ 0, %entry ], [ %next, %body ]
+  %p = getelementptr double, ptr %src, i64 %i
+  %x = load double, ptr %p
+  %y = fptrunc double %x to float
+  %z = fmul float %y, 2.5
+  %q = getelementptr float, ptr %dst, i64 %i
+  store float %z, ptr %q
+  %next = add i64 %i, 1
+  %done = icmp eq i64 %next, 4096
+  br i1 %done, label %exit, label %body
+exit:
+  ret void
+}
+"""
+
+
+def _conversions(obj: bytes, tmp_path: Path) -> int:
+    """How many vector f64 -> f32 conversions the object's code has."""
+    from hlo_mlir.runtime import native
+
+    path = tmp_path / "narrow.o"
+    path.write_bytes(obj)
+    listing = subprocess.run([native._llvm_bin("llvm-objdump"), "-d", "--no-show-raw-insn", str(path)],
+                             capture_output=True, text=True, check=True).stdout
+    return sum("vcvtpd2ps" in line for line in listing.splitlines())
+
+
+def test_llvm_does_not_unroll_loops_in_process_or_in_the_tools(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path) -> None:
+    """Unrolling only grows the code MLIR already tiled (and costs a tenth of LLVM's time): the vectorized
+    loop keeps one copy of its interleaved body, in the process and through `opt | llc` alike; with the
+    unrolling passes on, the same loop has twice the conversions."""
+    from hlo_mlir.runtime import native
+
+    if native._in_process() is None:
+        pytest.skip("the tools' flags include one the in-process LLVM cannot take")
+    ours = _conversions(native.build([_NARROWING_LOOP])[0], tmp_path)
+    monkeypatch.setattr(native, "_in_process", lambda: None)
+    assert _conversions(native.build([_NARROWING_LOOP])[0], tmp_path) == ours
+    monkeypatch.undo()
+    monkeypatch.setattr(native, "_OPT_FLAGS", ())
+    assert 0 < ours < _conversions(native.build([_NARROWING_LOOP])[0], tmp_path)
+
+
 def test_a_tool_flag_the_in_process_llvm_lacks_means_the_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     from hlo_mlir.runtime import native
 

@@ -43,8 +43,12 @@ TRIPLE = "x86_64-unknown-linux-gnu"
 _MATTR = "-avx512bf16,-avx512fp16"
 # The kernels come vectorized and tiled from MLIR: LLVM's loop unrolling and loop strength reduction only
 # multiply their size (ssd_mobilenet: 2.6x more IR after opt, a quarter of llc's time in LSR) for no
-# measurable speed (ssd run time within noise, compile 34 -> 22 s on a loaded machine).
-_OPT_FLAGS = ("-unroll-threshold=0",)
+# measurable speed (ssd run time within noise, compile 34 -> 22 s on a loaded machine). Unrolling is off
+# altogether, its passes not run: -unroll-threshold=0 still ran them (the vectorized loops were still
+# unrolled twice), costing 9% of a small module's LLVM time (layernorm, softmax, conv, reduce, small_cnn:
+# 184 -> 167 ms of CPU in all) with run times the same within noise.
+NO_LOOP_UNROLLING = "-disable-loop-unrolling"
+_OPT_FLAGS = (NO_LOOP_UNROLLING,)
 # -fp-contract=fast: a multiply feeding an add becomes one FMA, as XLA:CPU compiles (AllowFPOpFusion=Fast);
 # results are then bit-identical to XLA's (test_contraction.py).
 _LLC_FLAGS = ("-disable-lsr", "-fp-contract=fast")
@@ -53,10 +57,11 @@ PART_BYTES = 256 * 1024  # LLVM IR text per parallel part: big enough that proce
 # core either way, done within a second, and Ctrl-C (which cannot stop it midway) still ends the process at
 # once (`interruptible`).
 IN_PROCESS_BYTES = 2 * PART_BYTES - 1
-# Tool flags the in-process LLVM honors: `cl::opt`s of libLLVM, parsed as they are, and llc's
-# -fp-contract=fast, given as what the code generator reads per instruction: the `contract` flag on every
-# float add, subtract and multiply (`_contract_all`).
-IN_PROCESS_FLAGS = ("-unroll-threshold=0", "-disable-lsr")
+# Tool flags the in-process LLVM honors: `cl::opt`s of libLLVM, parsed as they are; llc's -fp-contract=fast,
+# given as what the code generator reads per instruction: the `contract` flag on every float add, subtract
+# and multiply (`_contract_all`); and opt's -disable-loop-unrolling (an option of the `opt` tool, not of
+# libLLVM), as the pass builder's option that it sets.
+IN_PROCESS_FLAGS = ("-disable-lsr",)
 FP_CONTRACT_FAST = "-fp-contract=fast"
 _FLOAT_ARITHMETIC = re.compile(r"(= (?:fadd|fsub|fmul)) ")
 _HOST_DECL = re.compile(r"^declare void @(_mlir_ciface_hlo_host_\w+)\(([^)]*)\)[^\n]*$", re.MULTILINE)
@@ -140,6 +145,7 @@ class _LlvmCApi:
                 ("LLVMCreateTargetMachine", p, [p, s, s, s, ctypes.c_int, ctypes.c_int, ctypes.c_int]),
                 ("LLVMDisposeTargetMachine", None, [p]),
                 ("LLVMCreatePassBuilderOptions", p, []), ("LLVMDisposePassBuilderOptions", None, [p]),
+                ("LLVMPassBuilderOptionsSetLoopUnrolling", None, [p, ctypes.c_int]),
                 ("LLVMRunPasses", p, [p, s, p, p]),
                 ("LLVMGetErrorMessage", p, [p]), ("LLVMDisposeErrorMessage", None, [p]),
                 ("LLVMTargetMachineEmitToMemoryBuffer", ctypes.c_int, [p, p, ctypes.c_int, ctypes.POINTER(p),
@@ -192,6 +198,7 @@ class _LlvmCApi:
             buffer = lib.LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, len(ir), b"module")
             if lib.LLVMParseIRInContext(context, buffer, ctypes.byref(module), ctypes.byref(err)):
                 raise HloError(f"jit: LLVM could not read the module: {self._message(err.value)}")
+            lib.LLVMPassBuilderOptionsSetLoopUnrolling(options, int(NO_LOOP_UNROLLING not in _OPT_FLAGS))
             failure = lib.LLVMRunPasses(module, f"default<O{opt_level}>".encode(), tm, options)
             if failure:
                 msg = lib.LLVMGetErrorMessage(failure)
@@ -237,7 +244,7 @@ def _c_api() -> _LlvmCApi:
 
 def _in_process() -> _LlvmCApi | None:
     """The in-process LLVM, or None when the tools' flags include one it cannot take (then the tools compile)."""
-    if set(_OPT_FLAGS + _LLC_FLAGS) - {*IN_PROCESS_FLAGS, FP_CONTRACT_FAST}:
+    if set(_OPT_FLAGS + _LLC_FLAGS) - {*IN_PROCESS_FLAGS, FP_CONTRACT_FAST, NO_LOOP_UNROLLING}:
         return None
     return _c_api()
 
