@@ -3,7 +3,9 @@
 Any real float dot that is not tiny becomes one batched matmul: each operand is viewed (a reshape, no
 copy) as [batch, free, contracting] or [batch, contracting, free] — whichever is its own order, with the
 contracting pairs taken in the order that suits the operands — and transposed (a copy) only when its
-batch, free and contracting dimensions interleave. Narrow floats convert to f32 on the way in and round
+batch, free and contracting dimensions interleave. A big rhs whose contracting dimensions come last
+([N, K], `x @ W.T`) makes the swapped product (`_swap_saves`): the kernel packs the smaller operand
+transposed instead of the big one. Narrow floats convert to f32 on the way in and round
 once at the end; f64 results compute in f64, every other float result in f32.
 Other dots (integer, pred, complex) are a linalg.generic over (batch, lhs free, rhs free, contracting)
 loops. Complex dots accumulate `acc + a*b` from 0 + 0i in the result type, with the textbook product
@@ -27,6 +29,7 @@ from hlo_mlir.passes.convert_hlo_to_linalg.shape_ops import reshape_view
 from hlo_mlir.types import BY_HLO, ElementType
 
 MIN_KERNEL_WORK = 1 << 14  # multiply-adds below which the plain loop nest is as fast as the kernel's setup
+SWAP_RATIO = 2  # `_swap_saves`: the rhs at least twice the lhs and the product (mlp_train_step's dot.14)
 
 
 def transpose(x: ir.Value, perm: list[int]) -> ir.Value:
@@ -120,6 +123,21 @@ def _swapped_kernel(rw: Rewriter, lb: list[int], rb: list[int], lc: list[int], r
                       lambda v, _o: [v])[0]
 
 
+def _swap_saves(ls: list[int], rs: list[int], lb: list[int], rb: list[int], lc: list[int], rc: list[int]) -> bool:
+    """Whether the swapped product (`_swapped_kernel`) moves fewer elements: the kernel packs its rhs into
+    panels, transposing it when its contracting dimensions come last ([.., N, K]: XLA's `x @ W.T`, JAX's
+    backward pass); swapped, the other operand is that rhs, and the product is transposed back on its way
+    into the consumer. Worth it when the rhs is [B, N, K] in its own order and the lhs [B, M, K], and the
+    rhs outweighs the lhs and the product together."""
+    lf = [i for i in range(len(ls)) if i not in lb and i not in lc]
+    rf = [i for i in range(len(rs)) if i not in rb and i not in rc]
+    if not lf or not rf or [*lb, *lf, *lc] != list(range(len(ls))) or [*rb, *rf, *rc] != list(range(len(rs))):
+        return False
+    m, n = math.prod(ls[i] for i in lf), math.prod(rs[i] for i in rf)
+    k = math.prod(ls[i] for i in lc)
+    return n * k > SWAP_RATIO * (m * k + m * n)
+
+
 @rule("dot")
 def dot(rw: Rewriter) -> list[ir.Value]:
     lhs, rhs = rw.operand(0), rw.operand(1)
@@ -131,7 +149,8 @@ def dot(rw: Rewriter) -> list[ir.Value]:
     madds = math.prod(shape_of(lhs)) * math.prod(n for i, n in enumerate(rshape) if i not in rb and i not in rc)
     if all(e.hlo in SUPPORTED_FLOATS for e in (le, re_, oe)) and madds >= MIN_KERNEL_WORK:
         lfree = len(shape_of(lhs)) - len(lb) - len(lc)
-        if _transposed_by_user(rw, len(lb), lfree, len(rshape) - len(rb) - len(rc)):
+        if (_transposed_by_user(rw, len(lb), lfree, len(rshape) - len(rb) - len(rc))
+                or _swap_saves(shape_of(lhs), rshape, lb, rb, lc, rc)):
             return [_swapped_kernel(rw, lb, rb, lc, rc)]
         return [_kernel(rw, lhs, rhs, (le, re_), lb, rb, lc, rc, rw.result_shape())]
     # Complex operands of a real result: multiply and sum in complex, keep the real part (as XLA).

@@ -143,3 +143,20 @@ def test_convolution_kernel(lhs: str, rhs: str, out: str, attrs: str) -> None:
     text = (f"HloModule m\nENTRY e {{\n  x = {lhs} parameter(0)\n  k = {rhs} parameter(1)\n"
             f"  ROOT c = {out} convolution(x, k), {attrs}\n}}\n")
     _run(text, lhs, rhs, out, 11)
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_big_transposed_rhs_swaps_the_product(batch: bool) -> None:
+    """x @ W.T with W [N, K] much bigger than x: the kernel's rhs is x (packed transposed: 3 panels of 32 of
+    its 96 rows, not 24 of W's 768), W its lhs in place, and the product is transposed back into the
+    consumer; the same numbers as XLA."""
+    b, bd = ("2,", "lhs_batch_dims={0}, rhs_batch_dims={0}, ") if batch else ("", "")
+    lc, rc = (2, 2) if batch else (1, 1)
+    lhs, rhs, out = f"f32[{b}96,1024]", f"f32[{b}768,1024]", f"f32[{b}96,768]"
+    text = (f"HloModule m\nENTRY e {{\n  a = {lhs} parameter(0)\n  b = {rhs} parameter(1)\n"
+            f"  d = {out} dot(a, b), {bd}lhs_contracting_dims={{{lc}}}, rhs_contracting_dims={{{rc}}}\n"
+            f"  ROOT n = {out} negate(d)\n}}\n")
+    linalg = emit(hlo_mlir.load(text), "linalg")
+    nb = 2 if batch else 1
+    assert f"tensor<{nb}x3x1024x32xf32>" in linalg and f"tensor<{nb}x24x1024x32xf32>" not in linalg
+    _run(text, lhs, rhs, out, 13)
