@@ -37,6 +37,7 @@ ENTRY main {
 def _compile(monkeypatch: pytest.MonkeyPatch, min_ops: int) -> tuple[list[np.ndarray], int]:
     """Results of MODULE compiled with `min_ops` per part, and the number of parts it was split into."""
     monkeypatch.setattr(split_module, "MIN_PART_OPS", min_ops)
+    monkeypatch.setattr(split_module, "idle_cores", lambda: 0)  # no split for idle cores (see below)
     counts: list[int] = []
     original = split_module.split
 
@@ -94,3 +95,40 @@ def test_parts_over_the_limit_leave_the_module_whole(limit: int, texts: int, mon
         got = split_module.llvm_ir(module, 2, limit)
     assert len(got) == texts
     assert sum(t.count("define void") for t in got) == 2  # each function defined once
+
+
+def _adds(name: str, n: int) -> str:
+    """An LLVM-dialect function of `n` additions (n + 2 operations with the function and its return)."""
+    body = "".join(f"    %v{i + 1} = llvm.add %v{i}, %v{i} : i64\n" for i in range(n))
+    return f"  llvm.func @{name}(%v0: i64) -> i64 {{\n{body}    llvm.return %v{n} : i64\n  }}\n"
+
+
+@pytest.mark.parametrize(("idle", "parts"), [(0, 1), (1, 2), (3, 2)])
+def test_small_module_is_split_only_onto_idle_cores(idle: int, parts: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two functions of 60 operations: under two parts of MIN_PART_OPS, so they share one LLVM module unless
+    another core is idle right now; then they are two parts (no more than there are functions)."""
+    from hlo_mlir.dialects import new_context
+    from mlir import ir
+
+    monkeypatch.setattr(split_module, "idle_cores", lambda: idle)
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.parse(_adds("a", 58) + _adds("b", 58))
+        assert split_module.MIN_IDLE_PART_OPS * 2 <= 120 < split_module.MIN_PART_OPS * 2
+        assert len(split_module.split(module, 8)) == parts
+
+
+def test_idle_cores_counts_the_runnable_threads(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """/proc/loadavg's runnable count includes the reading thread: one runnable on 4 cores leaves 3 idle."""
+    import builtins
+
+    loadavg = tmp_path / "loadavg"
+    real_open = builtins.open
+
+    def fake_open(path: Any, *args: Any, **kwargs: Any) -> Any:
+        return real_open(loadavg if path == "/proc/loadavg" else path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    for line, idle in (("0.10 0.20 0.30 1/300 4242", 3), ("7.60 6.60 5.11 9/143 5237", 0), ("garbage", 0)):
+        loadavg.write_text(line + "\n")
+        assert split_module.idle_cores() == idle
