@@ -4,10 +4,13 @@ A register tile of `mr` rows x `nr` columns (two 512-bit vectors) accumulates in
 k block: per k step it broadcasts `mr` lhs scalars and multiplies them with one `nr`-wide rhs row (FMAs).
 The rhs is packed once into `nr`-column panels `[B, N/nr, K, nr]`, so that the k loop walks contiguous
 memory (a row-major rhs row is `N` floats apart: 4 KB strides alias in L1 for N = 1024); the packing
-also zero-pads a ragged N and converts narrow floats once. The lhs is read in place (`[B, M, K]` or
-`[B, K, M]`), only converted up front when its type is not the work type and zero-padded when M is
-ragged. Loops: an `scf.forall` over batch x row blocks (the unit the OpenMP lowering spreads over the
-cores; a plain loop for small products; column blocks instead for few rows and a big rhs), then column
+also zero-pads a ragged N and converts narrow floats once. The lhs is read in place when `[B, M, K]`,
+only converted up front when its type is not the work type and zero-padded when M is ragged; a `[B, K, M]`
+lhs (JAX's weight gradients) is packed the same way into `[B, M/mr, K, mr]` row panels when more than one
+rhs panel reads it: in place, the tile's `mr` scalars per k step are M floats apart, 4 KB for M = 1024, all
+in one L1 set (mlp_train_step's [128, 1024]^T x [128, 1024]: 2.40 -> 1.82 ms, min of medians, load 5).
+Loops: an `scf.forall` over batch x row blocks (the unit the OpenMP lowering spreads over the cores; a
+plain loop for small products; column blocks instead for few rows and a big rhs), then column
 and k blocks for the caches, then the register tile (`linalg_schedules`). Sums run in k order from zero,
 like the naive loop nest, with the multiply-add fused (the FMA's single rounding, as XLA's CPU backend).
 """
@@ -149,7 +152,10 @@ def batch_matmul(rw: Rewriter, lhs: ir.Value, km: bool, rhs: ir.Value, nk: bool,
     mo, no = mp // mr, np_ // nr
     # loops: b, mo, no, mi, ni, k
     lhs = _converted(rw, lhs, work, load_lhs)
-    if km:
+    if km and n > nr:  # read by more than one panel: packed like the rhs (see the module docstring)
+        a = _pack_rhs(rw, lhs, False, mr, work, lambda v: v)
+        amap_ = amap(6, [d(0), d(1), d(5), d(3)])
+    elif km:
         a = expand(pad_to(rw, lhs, [b, k, mp]), [b, k, mo, mr], [[0], [1], [2, 3]])
         amap_ = amap(6, [d(0), d(5), d(1), d(3)])
     else:

@@ -96,7 +96,9 @@ def test_dot_read_through_transpose(lhs: str, rhs: str, out: str, dims: str, per
             f"  d = {out} dot(a, b), {dims}\n  t = {t_shape} transpose(d), dimensions={{{perm}}}\n"
             f"  ROOT n = {t_shape} negate(t)\n}}\n")
     loops = emit(hlo_mlir.load(text), "linalg")
-    assert loops.count("hlo_jit.schedule") == 2  # the kernel and its rhs packing, nothing else scheduled
+    # the kernel and its operands' packings (the swapped product's lhs, the dot's [K, N] rhs, is [K, M]),
+    # nothing else scheduled
+    assert loops.count("hlo_jit.schedule") == 3
     _run(text, lhs, rhs, out, 11)
 
 
