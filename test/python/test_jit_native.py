@@ -380,6 +380,15 @@ def test_llvm_does_not_unroll_loops_in_process_or_in_the_tools(monkeypatch: pyte
     assert 0 < ours < _conversions(native.build([_NARROWING_LOOP])[0], tmp_path)
 
 
+@pytest.mark.parametrize(("parts_worth", "jobs", "parts"), [(0.5, 2, 1), (1, 2, 1), (2, 2, 2), (3, 2, 4), (3.9, 2, 4),
+                                                           (9, 2, 4), (3, 4, 4), (5, 4, 8), (3, 1, 2)])
+def test_llvm_split_parts_are_a_multiple_of_the_threads(parts_worth: float, jobs: int, parts: int) -> None:
+    """Three parts on two threads leave one thread compiling the last part alone: four (or two) do not."""
+    from hlo_mlir.runtime import native
+
+    assert native.part_count(int(parts_worth * native.PART_BYTES), jobs) == parts
+
+
 def test_a_tool_flag_the_in_process_llvm_lacks_means_the_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     from hlo_mlir.runtime import native
 
