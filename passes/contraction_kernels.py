@@ -13,12 +13,12 @@ address linear: `stride(j) = s * stride(j + 1)`). The module then keeps only the
 tile compiles once, in the library, not per module (matmul 512^2: 7-8x XLA's compile time before).
 
 The result's zero fill is not run: the kernel starts the first block of the sums (every enclosing loop over
-blocks of the sums, marked `SUMS`, at its first iteration) from zeros. A block whose result (through
-reshapes, slices and copies) only an elementwise `maximum(x, 0)` reads (a ReLU, as after a CNN's
-convolutions) takes it in: the kernel applies it as it stores the last block of the sums (each enclosing
-`SUMS` loop at its last iteration), the same `arith.maximumf` as the elementwise lowering, and the ReLU's
-own pass over the result (a read and a write of it, ~10-15% of small_cnn's run) goes. Sums run in the same order, with the
-same FMAs, as the vectorized register tile: results are bitwise the same. A dot's rhs packing into panels
+blocks of the sums, marked `SUMS`, at its first iteration) from zeros. A block whose result (through reshapes,
+slices and copies) only an elementwise `maximum(x, 0)` reads (a ReLU, as after a CNN's convolutions) takes it
+in: the kernel applies it as it stores the last block of the sums (each enclosing `SUMS` loop at its last
+iteration), the same `arith.maximumf` as the elementwise lowering, and the ReLU's own pass over the result (a
+read and a write of it, ~10-15% of small_cnn's run) goes. Sums run in the same order, with the same FMAs, as
+the vectorized register tile: results are bitwise the same. A dot's rhs packing into panels
 (`packs`, marked `PACK`, not tiled) becomes one call of the library's packing kernel, which runs over the
 panels on every core itself: the module keeps no loop of it.
 
@@ -283,7 +283,8 @@ def _fuse_relu(op: ir.Operation) -> bool:
     body = list(block.operations)
     if (user.results[0].type != v.type or any(m != ir.AffineMap.get_identity(rank) for m in maps(user))
             or any("parallel" not in str(it) for it in ir.ArrayAttr(user.attributes["iterator_types"]))
-            or [o.name for o in body] != ["arith.maximumf", "linalg.yield"] or body[1].operands[0] != body[0].results[0]):
+            or [o.name for o in body] != ["arith.maximumf", "linalg.yield"]
+            or body[1].operands[0] != body[0].results[0]):
         return False
     mine = block.arguments[uses[0].operand_number]
     other = 1 - uses[0].operand_number
