@@ -8,6 +8,7 @@ FMA hardware; correct, if slow, elsewhere). Comparisons return `B`; `where` sele
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -307,8 +308,26 @@ def pow2(n: I, fmt: Format) -> F:
     return ((n + fmt.bias) << (fmt.precision - 1)).float()
 
 
+# On `scale`'s last multiply: `fast_math.ldexp` makes it one ldexp of the operands it finds behind it.
+LDEXP_MARK = "hlo_jit.ldexp"
+
+
 def scale(y: F, n: I) -> F:
     """y * 2^n rounded once, for |n| <= 2 (bias + precision): two power-of-two factors, so results in the
-    subnormal range round once and overflow gives inf."""
+    subnormal range round once and overflow gives inf. Marked for `fast_math.ldexp`."""
     n1 = n >> 1
-    return y * pow2(n1, y.fmt) * pow2(n - n1, y.fmt)
+    result = y * pow2(n1, y.fmt) * pow2(n - n1, y.fmt)
+    result.v.owner.attributes[LDEXP_MARK] = ir.UnitAttr.get()
+    return result
+
+
+@functools.cache
+def fast_ldexp() -> bool:
+    """Whether this host has AVX-512 (the JIT compiles for the host): there LLVM's ldexp is one VSCALEF
+    instruction per vector, elsewhere a libm call per element (`fast_math.ldexp`)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        return False
+    return "avx512f" in flags.split()

@@ -211,3 +211,50 @@ ENTRY e {{
     tiny = np.abs(x.astype(np.float64)) < float(ml_dtypes.finfo(dtype).eps)
     np.testing.assert_array_equal(log1p[tiny], x[tiny])  # log1p(x) = x - x^2/2 + ... rounds to x
     np.testing.assert_array_equal(expm1[tiny], x[tiny])
+
+
+@pytest.mark.parametrize("opcode,width", [("exponential", 32), ("exponential", 64), ("power", 32), ("power", 64),
+                                          ("cosh", 64), ("erf", 64)])
+def test_ldexp_equals_two_factors(opcode: str, width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fast_math.ldexp` (AVX-512 hosts) replaces the two power-of-two factors of `builder.scale` by one
+    ldexp: bit for bit the same results, subnormal and overflowing ones included, in kernels big enough to
+    be parallel and vectorized (1 << 18 elements) and in small scalar ones. The two-factor build is forced
+    by patching the host check (compile cache off: its key holds the host, not the patch)."""
+    from hlo_mlir.passes.fast_math import ldexp
+
+    if not ldexp.fast_ldexp():
+        pytest.skip("the host has no AVX-512: the two factors are all there is")
+    dtype = FLOATS[width]
+    big = np.finfo(dtype).max
+    x = np.concatenate([_sample(dtype, -800, 800, 1 << 17, np.random.default_rng(4)),
+                        _sample(dtype, -big, big, 1 << 17, np.random.default_rng(5)), _special(dtype)])
+    x = np.resize(x, 1 << 18)
+    y = np.resize(np.concatenate([_special(dtype), np.random.default_rng(6).uniform(-3, 3, 4096).astype(dtype)]),
+                  x.size)
+    args = (np.abs(x), y) if opcode == "power" else (x,)
+    monkeypatch.setenv("HLO_MLIR_NO_CACHE", "1")
+    for n in (x.size, 64):
+        small = tuple(a[:n] for a in args)
+        with_ldexp = _jit(opcode, *small)
+        with monkeypatch.context() as patch:
+            patch.setattr(ldexp, "fast_ldexp", lambda: False)
+            two_factors = _jit(opcode, *small)
+        np.testing.assert_array_equal(with_ldexp.view(f"i{width // 8}"), two_factors.view(f"i{width // 8}"))
+
+
+def test_ldexp_call_is_emitted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On an AVX-512 host, exp's kernel calls llvm.ldexp, vectorized 16 lanes wide in a parallel loop (a
+    build for every core); a one-thread build calls it on scalars, which LLVM vectorizes 512 bits wide."""
+    from hlo_mlir.passes import lower_to_llvm
+    from hlo_mlir.passes.fast_math import ldexp
+
+    if not ldexp.fast_ldexp():
+        pytest.skip("the host has no AVX-512")
+    monkeypatch.setenv("HLO_MLIR_NUM_THREADS", "1")
+    text = "HloModule m\nENTRY e {\n  x = f32[512,1024] parameter(0)\n  ROOT y = f32[512,1024] exponential(x)\n}\n"
+    loops = lower_to_llvm.emit(hlo_mlir.load(text), "loops", text)
+    assert '"llvm.ldexp"(%' in loops and ": (f32, i32) -> f32" in loops and '"prefer-vector-width", "512"' in loops
+    monkeypatch.setenv("HLO_MLIR_NUM_THREADS", "0")
+    loops = lower_to_llvm.emit(hlo_mlir.load(text), "loops", text)
+    assert 'llvm.call_intrinsic "llvm.ldexp"' in loops and "vector<16xi32>) -> vector<16xf32>" in loops
+    assert "scf.parallel" in loops and "hlo_jit.ldexp" not in loops
