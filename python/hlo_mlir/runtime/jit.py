@@ -1,8 +1,9 @@
 """Compile a `Module` to a native shared library (`runtime.native`) and call its entry function on NumPy arrays.
 
 A compiled module is kept on the `Module` object (found again without re-printing it; `Module.invalidate`
-drops it after an in-place change) and, unless it calls host functions, as object files in the on-disk cache
-(`runtime.cache`), so the next process skips code generation (it only links them: `native.Library`).
+drops it after an in-place change) and as object files in the on-disk cache (`runtime.cache`), so the next
+process skips code generation (it only links them: `native.Library`; a module calling host functions is
+converted again for their Python callbacks, bound by name).
 
 Calling convention (`llvm.emit_c_interface`): `_mlir_ciface_<entry>(results*, arg descriptors*...)`
 where `results` is one memref descriptor (one result) or a struct of them (several); tuples and
@@ -244,17 +245,48 @@ def compile_module(module: Any, text: str | None = None, use_cache: bool = True,
     if use_cache and cache.enabled():
         key = cache.key(module.to_mlir(), "profile={} parallel={}".format(*map(int, options)))
     found = cache.lookup(key) if key is not None else None
+    compiled = None
     if found is not None:
         meta, objects, openmp = found
-        compiled = Compiled(native.load(objects, openmp, cache.support_directory()), **meta, compile_ms=0.0,
-                            from_cache=True)
-    else:
+        declared, symbols = meta.pop("host", ((), ()))
+        callbacks = _rebind(module, text, declared, symbols) if symbols else {}
+        if callbacks is not None:
+            lib = native.load(objects, openmp, cache.support_directory())
+            if callbacks:
+                native.bind_host_functions(lib, callbacks)
+            compiled = Compiled(lib, **meta, compile_ms=0.0, from_cache=True,
+                                host_callbacks=tuple(callbacks.values()))
+    if compiled is None:
         compiled = _compile(module, text, key, profile, threads)
     if threads:  # 1 too: the matmul/conv kernels' scf.forall loops use OpenMP even in a one-thread build
         native.set_threads(threads)
     compiled.compile_ms = (time.perf_counter() - start) * 1e3
     module._compiled[options] = compiled
     return compiled
+
+
+def _host_declarations(lowered: Any) -> list[str]:
+    """The host-function declarations of a converted module (`runtime.host`), in module order."""
+    from mlir import ir
+
+    return [ir.StringAttr(op.attributes["sym_name"]).value for op in lowered.body.operations
+            if host.ATTRIBUTE in op.attributes]
+
+
+def _rebind(module: Any, text: str | None, declared: Sequence[str], symbols: Sequence[str]) -> dict | None:
+    """Callbacks for the host symbols of a cached build (named by the process that built it): the conversion,
+    which defines the module's host functions, runs again (no code is generated) and its declarations stand,
+    in order, for the cached ones. None when they differ in number or kind (compile afresh)."""
+    from hlo_mlir.passes.convert_hlo_to_linalg import convert
+
+    lowered = convert(module, text)
+    with module.context:
+        fresh = _host_declarations(lowered)
+    kinds = [[name.rsplit("_", 1)[0] for name in names] for names in (declared, fresh)]
+    renamed = dict(zip(declared, fresh))
+    if kinds[0] != kinds[1] or not set(symbols) <= renamed.keys():
+        return None
+    return {s: host.trampoline(renamed[s]) for s in symbols}
 
 
 def _root_name(entry: Any) -> str:
@@ -344,8 +376,8 @@ def _check_buffer_sizes(module: Any, lowered: Any) -> None:
 
 
 def _compile(module: Any, text: str | None, key: str | None, profile: bool, threads: int) -> Compiled:
-    """Lower `module` to LLVM IR and build it; stored in the cache under `key` (when given and the module
-    calls no host function, whose Python callbacks live only in this process)."""
+    """Lower `module` to LLVM IR and build it; stored in the cache under `key` (when given), with the names of
+    its host functions, whose Python callbacks a later process makes again (`_rebind`)."""
     from mlir import ir
 
     from hlo_mlir.dialects import edit, from_mlir_type
@@ -359,6 +391,7 @@ def _compile(module: Any, text: str | None, key: str | None, profile: bool, thre
 
     lowered = convert(module, text)
     with module.context:
+        declared = _host_declarations(lowered)
         try:
             entry = edit.entry(module.mlir)
         except ValueError:
@@ -383,11 +416,11 @@ def _compile(module: Any, text: str | None, key: str | None, profile: bool, thre
     openmp = any("@__kmpc_" in t for t in ir_texts)
     objects = native.build(ir_texts)
     lib = native.load(objects, openmp, cache.support_directory())
-    if key is not None and not symbols:
-        cache.store(key, meta, objects, openmp)
-        return Compiled(lib, **meta, compile_ms=0.0)
+    if key is not None:  # with the host functions' names: a later process binds its own (`_rebind`)
+        cache.store(key, {**meta, "host": (declared, symbols)}, objects, openmp)
     callbacks = {s: host.trampoline(s) for s in symbols}
-    native.bind_host_functions(lib, callbacks)
+    if callbacks:
+        native.bind_host_functions(lib, callbacks)
     return Compiled(lib, **meta, compile_ms=0.0, host_callbacks=tuple(callbacks.values()))
 
 
