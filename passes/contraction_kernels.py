@@ -276,7 +276,8 @@ def _fuse_relu(op: ir.Operation) -> bool:
         if user.name not in _VIEWS or uses[0].operand_number != 0:
             break
         v = user.results[0]
-    if user.name != "linalg.generic" or len(user.operands) != 3 or len(user.results) != 1:
+    if (user.name != "linalg.generic" or len(user.operands) != 3 or len(user.results) != 1
+            or uses[0].operand_number > 1):  # one of its two inputs, not its init
         return False
     rank = ir.ShapedType(v.type).rank
     block = user.regions[0].blocks[0]
