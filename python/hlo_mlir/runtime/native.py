@@ -45,8 +45,8 @@ _MATTR = "-avx512bf16,-avx512fp16"
 # multiply their size (ssd_mobilenet: 2.6x more IR after opt, a quarter of llc's time in LSR) for no
 # measurable speed (ssd run time within noise, compile 34 -> 22 s on a loaded machine). Unrolling is off
 # altogether, its passes not run: -unroll-threshold=0 still ran them (the vectorized loops were still
-# unrolled twice), costing 9% of a small module's LLVM time (layernorm, softmax, conv, reduce, small_cnn:
-# 184 -> 167 ms of CPU in all) with run times the same within noise.
+# unrolled twice), costing 9% of a small module's LLVM time (layernorm, matmul_512, conv, reduce-sum, softmax,
+# small_cnn: 184 -> 167 ms of CPU in all) with run times the same within noise.
 NO_LOOP_UNROLLING = "-disable-loop-unrolling"
 _OPT_FLAGS = (NO_LOOP_UNROLLING,)
 # -fp-contract=fast: a multiply feeding an add becomes one FMA, as XLA:CPU compiles (AllowFPOpFusion=Fast);
