@@ -119,10 +119,14 @@ def _converted(rw: Rewriter, x: ir.Value, work: ir.Type, load: Load) -> ir.Value
 
 def _pack_rhs(rw: Rewriter, rhs: ir.Value, nk: bool, nr: int, work: ir.Type, load: Load) -> ir.Value:
     """[B, K, N] (or [B, N, K] when `nk`) -> zero-padded, converted panels [B, Np/nr, K, nr], copied a
-    panel row (a transposed [k tile, nr] block) per vector step, panels spread over the cores."""
+    panel row (a transposed [k tile, nr] block) per vector step, panels spread over the cores; a single
+    panel of the work type is the (padded) operand itself, viewed."""
     b, x, y = shape_of(rhs)
     k, n = (y, x) if nk else (x, y)
     np_ = ceil_to(n, nr)
+    if not nk and np_ == nr and ir.RankedTensorType(rhs.type).element_type == work:
+        # One panel: [B, K, nr] (zero-padded when N < nr) is its packed layout already; no second copy.
+        return expand(pad_to(rw, rhs, [b, k, nr]), [b, 1, k, nr], [[0], [1, 2], [3]])
     if nk:
         view = expand(pad_to(rw, rhs, [b, np_, k]), [b, np_ // nr, nr, k], [[0], [1, 2], [3]])
         m = amap(4, [d(0), d(1), d(3), d(2)])
