@@ -15,7 +15,7 @@ from collections.abc import Callable
 from mlir import ir
 
 from hlo_mlir.passes.fast_math import exp_log, hyperbolic, special, trig
-from hlo_mlir.passes.fast_math.builder import F
+from hlo_mlir.passes.fast_math.builder import EXPANDED_MARK, F
 
 EXPANSIONS: dict[str, Callable[..., F]] = {
     "math.exp": exp_log.exp, "math.expm1": exp_log.expm1, "math.log": exp_log.log, "math.log1p": exp_log.log1p,
@@ -30,6 +30,9 @@ EXPANSIONS: dict[str, Callable[..., F]] = {
 def _expand(op: ir.Operation) -> None:
     with ir.InsertionPoint(op), op.location:
         result = EXPANSIONS[op.name](*(F(v) for v in op.operands))
+    owner = result.v.owner
+    if not isinstance(owner, ir.Block):  # the kernel holding it asks for wide vectors (`fast_math.ldexp`)
+        owner.operation.attributes[EXPANDED_MARK] = ir.UnitAttr.get()
     op.results[0].replace_all_uses_with(result.v)
     op.erase()
 

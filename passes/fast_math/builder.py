@@ -310,6 +310,8 @@ def pow2(n: I, fmt: Format) -> F:
 
 # On `scale`'s last multiply: `fast_math.ldexp` makes it one ldexp of the operands it finds behind it.
 LDEXP_MARK = "hlo_jit.ldexp"
+# On the last op of each expansion (`linalg_fast_math`): `fast_math.ldexp` gives its kernel 512-bit vectors.
+EXPANDED_MARK = "hlo_jit.expanded"
 
 
 def scale(y: F, n: I) -> F:

@@ -12,6 +12,10 @@ affine-super-vectorize does not widen). So `scale` marks its last multiply (`bui
 marked products, vector or scalar, by the call; LLVM vectorizes the scalar ones left 512 bits wide. The
 marked product is y * s1 * s2 with s1 = bits((n >> 1) + bias << p-1): y and n are read back from there; a
 marked multiply of any other shape (something folded it) is left as it is.
+
+The same step gives 512-bit vectors to every big kernel whose expanded math (`EXPANDED_MARK`, any host)
+stays scalar after `parallelize`'s work: a 1-D kernel, whose one loop is the parallel one, and kernels
+affine-super-vectorize leaves alone are vectorized by LLVM, which stops at 256 bits on this CPU unless asked.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from mlir.dialects import llvm
 from mlir.passmanager import PassManager
 
 from hlo_mlir.passes import outline_kernels, parallelize
-from hlo_mlir.passes.fast_math.builder import LDEXP_MARK, fast_ldexp
+from hlo_mlir.passes.fast_math.builder import EXPANDED_MARK, LDEXP_MARK, fast_ldexp
 
 WIDE_ELEMENTS = 1 << 12  # kernels this big get 512-bit vectors from LLVM (`_prefer_512_bits`)
 
@@ -46,11 +50,11 @@ def _operands(product: ir.Operation) -> tuple[ir.Value, ir.Value] | None:
     return first.operands[0], half.operands[0]
 
 
-def _marked(kernel: ir.Operation) -> list[ir.Operation]:
+def _marked(kernel: ir.Operation, mark: str) -> list[ir.Operation]:
     found: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "arith.mulf" and LDEXP_MARK in op.attributes:
+        if mark in op.attributes:
             found.append(op)
         return ir.WalkResult.ADVANCE
 
@@ -60,8 +64,8 @@ def _marked(kernel: ir.Operation) -> list[ir.Operation]:
 
 def _parallelize_first(kernel: ir.Operation, elements: int) -> None:
     """What `parallelize` would do to `kernel`, done now: it cannot once the call is in (affine-parallelize
-    sees a call with unknown memory effects, affine-super-vectorize does not widen it); it then finds the
-    kernel parallel, and vectorized where it could be."""
+    sees a call with unknown memory effects, affine-super-vectorize does not widen it), and what is left
+    scalar is known; `parallelize` then finds the kernel parallel, and vectorized where it could be."""
     if parallelize.configured_threads() == 1:
         return
     if elements >= parallelize.MIN_ELEMENTS:
@@ -71,18 +75,22 @@ def _parallelize_first(kernel: ir.Operation, elements: int) -> None:
         parallelize._in_bounds(kernel)
 
 
+def _scalar(op: ir.Operation) -> bool:
+    return not isinstance(op.results[0].type, ir.VectorType)
+
+
 def apply(module: ir.Module) -> None:
-    """Replace each marked product in `module`'s kernels by an ldexp call when the host has AVX-512 (in place;
-    the dead factors go with the next canonicalization). Runs where `tile_transposes` runs."""
-    if not fast_ldexp():
-        return
+    """For each kernel of `module` holding expanded math: `parallelize`'s work first, then (AVX-512 hosts)
+    each marked product replaced by an ldexp call (the dead factors go with the next canonicalization), and,
+    where the expansions stay scalar in a big kernel, 512-bit vectors asked of LLVM (in place). Runs where
+    `tile_transposes` runs."""
     with module.context:
         for kernel, elements in outline_kernels.kernels(module):
-            if not any(_operands(op) for op in _marked(kernel)):
+            if not _marked(kernel, EXPANDED_MARK):
                 continue
             _parallelize_first(kernel, elements)
-            scalar = False
-            for op in _marked(kernel):
+            wide = elements >= WIDE_ELEMENTS and any(_scalar(op) for op in _marked(kernel, EXPANDED_MARK))
+            for op in _marked(kernel, LDEXP_MARK) if fast_ldexp() else ():
                 parts = _operands(op)
                 if parts is None:
                     continue
@@ -90,14 +98,14 @@ def apply(module: ir.Module) -> None:
                     result = llvm.call_intrinsic(op.results[0].type, "llvm.ldexp", list(parts), [], [])
                 op.results[0].replace_all_uses_with(result)
                 op.erase()
-                scalar = scalar or not isinstance(result.type, ir.VectorType)
-            if scalar and elements >= WIDE_ELEMENTS:
+            if wide:
                 _prefer_512_bits(kernel)
 
 
 def _prefer_512_bits(kernel: ir.Operation) -> None:
     """LLVM's loop vectorizer, which vectorizes the scalar loops left, stops at 256 bits on this CPU unless
-    the function asks for 512 (`parallelize`: 1.3-1.5x on the expanded exp)."""
+    the function asks for 512: 1.3-1.5x on the expanded exp (`parallelize`), ~2x on the 4M-element chain
+    of tanh, exp, log1p and sqrt (a 1-D kernel: its one loop is the parallel one, left scalar)."""
     old = list(ir.ArrayAttr(kernel.attributes["passthrough"])) if "passthrough" in kernel.attributes else []
     pair = ir.ArrayAttr.get([ir.StringAttr.get("prefer-vector-width"), ir.StringAttr.get("512")])
     kernel.attributes["passthrough"] = ir.ArrayAttr.get([*old, pair])
