@@ -80,10 +80,16 @@ def _kernel(work: str, mr: int, nr: int) -> str:
         indent += "  "
     pt = ", ".join(f"%p{d}" for d in range(P))
     zr = ", ".join(["%i0"] * R)
+    # The first block of the sums starts from zeros without reading `c` (a select would still load it: an
+    # L2/L3 miss per row of a fresh result, which a short sum, as a 3x3 convolution of 1 feature's, feels).
+    lines.append(f"{indent}%acc:{len(accs)} = scf.if %zero -> ({acc_types}) {{")
+    lines.append(f"{indent}  scf.yield {', '.join(['%zeros'] * len(accs))} : {acc_types}")
+    lines.append(f"{indent}}} else {{")
     for i, j in accs:
-        lines.append(f"{indent}%old{i}_{j} = vector.load %c[{pt}, {zr}, %i{i}, %i{j * w}] : {tb}, {vt}")
-        lines.append(f"{indent}%acc{i}_{j} = arith.select %zero, %zeros, %old{i}_{j} : {vt}")
-    current = [f"%acc{i}_{j}" for i, j in accs]
+        lines.append(f"{indent}  %old{i}_{j} = vector.load %c[{pt}, {zr}, %i{i}, %i{j * w}] : {tb}, {vt}")
+    lines.append(f"{indent}  scf.yield {', '.join(f'%old{i}_{j}' for i, j in accs)} : {acc_types}")
+    lines.append(f"{indent}}}")
+    current = [f"%acc#{k}" for k in range(len(accs))]
     ends: list[str] = []
     for d in range(R):
         args = ", ".join(f"%x{d}_{i}_{j} = {v}" for (i, j), v in zip(accs, current))
