@@ -30,19 +30,32 @@ def _close(ours: np.ndarray, ref: np.ndarray) -> None:
         np.testing.assert_array_equal(ours, ref)
 
 
-def reference(path_or_text: Path | str) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Random inputs of a module and the interpreter's results on them (computed once per run, shared by checks)."""
-    module = hlo_mlir.load(path_or_text)
+def _reference_of(module: hlo_mlir.module.Module, path_or_text: Path | str) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Random inputs of `module` (as loaded from `path_or_text`, before any pass) and the interpreter's results
+    for the text on them (computed once per run, shared by checks)."""
     args = io.random_inputs(io.entry_parameter_types(module), seed=1)
     return args, interpret(path_or_text.read_text() if isinstance(path_or_text, Path) else path_or_text, args)
+
+
+def reference(path_or_text: Path | str) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Random inputs of a module and the interpreter's results on them (computed once per run, shared by checks)."""
+    return _reference_of(hlo_mlir.load(path_or_text), path_or_text)
 
 
 def check_pass_preserves(path_or_text: Path | str, passes: str,
                          ref: tuple[list[np.ndarray], list[np.ndarray]] | None = None) -> hlo_mlir.module.Module:
     """Run `passes` on the module; results on random inputs, verification and XLA parsing must hold."""
-    args, expected = ref if ref is not None else reference(path_or_text)
     module = hlo_mlir.load(path_or_text)
+    ref = ref if ref is not None else _reference_of(module, path_or_text)  # the inputs of the module as loaded
     apply(module, passes)
+    return check_preserved(module, ref)
+
+
+def check_preserved(module: hlo_mlir.module.Module,
+                    ref: tuple[list[np.ndarray], list[np.ndarray]]) -> hlo_mlir.module.Module:
+    """`module`, after passes, still verifies, gives the reference's results on its inputs and prints as HLO
+    text XLA's parser accepts."""
+    args, expected = ref
     assert module.mlir.operation.verify()
     verify_module(module)
     text = module.to_hlo()
@@ -73,13 +86,15 @@ def test_fusion_preserves_results(path: Path) -> None:
     """Both forms of the pass (without and with multi-output fusion) keep the results of the module,
     whose interpreter run is shared (the second form runs only where it fuses differently); every
     fusion they make, in any computation, follows the rules."""
-    ref = reference(path)
-    single = check_pass_preserves(path, "fusion", ref)
+    single = hlo_mlir.load(path)
+    ref = _reference_of(single, path)
+    apply(single, "fusion")
+    check_preserved(single, ref)
     multi = hlo_mlir.load(path)
     apply(multi, "fusion{multi-output=true}")
     modules = [single]
     if multi.to_hlo() != single.to_hlo():
-        modules.append(check_pass_preserves(path, "fusion{multi-output=true}", ref))
+        modules.append(check_preserved(multi, ref))
     if path.name.endswith(".opt.hlo"):
         return  # XLA's own fusions are there too; the decisions are checked on unoptimized modules
     for module in modules:
