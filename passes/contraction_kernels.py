@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mlir import ir
-from mlir.dialects import arith, func, memref
+from mlir.dialects import arith, func, memref, scf
 
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.passes import contraction_library
@@ -380,16 +380,50 @@ def call(module: ir.Module) -> None:
             nr = ir.MemRefType(op.operands[1].type).shape[3]
             name = contraction_library.pack_name(work, nr)
             with ir.InsertionPoint(op), op.location:
+                # A loop of one iteration around the call: `outline_kernels` makes it a kernel of its own, so
+                # `--profile` times the packing (`pack_sites`) instead of counting it as the entry's glue.
+                once = scf.ForOp(_index(0), _index(1), _index(1))
+            with ir.InsertionPoint(once.body), op.location:
                 extents = _extents(op)
                 args = [_view(v, m, k, [0, 1, 2, 3], extents, [nr], True, contraction_library.pack_type(work, nr))
                         for k, (v, m) in enumerate(zip(op.operands, maps(op)))]
                 args.append(arith.constant(ir.IntegerType.get_signless(1), int(ir.BoolAttr(op.attributes[PACK]).value)))
                 func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
+                scf.YieldOp([])
             if name not in declared:
                 _declare(module, name, [v.type for v in args])
                 declared.add(name)
             op.erase()
 
+
+def pack_sites(module: ir.Module) -> set[str]:
+    """The kernel call sites (`k<N>`, as `outline_kernels` numbers them) whose kernel runs a library packing:
+    `--profile` names them after the contraction whose operand they pack, not as the contraction itself."""
+    from hlo_mlir.passes.outline_kernels import SITE_ATTR
+
+    packing: set[str] = set()
+    sites: set[str] = set()
+
+    def callee(op: ir.Operation) -> str:
+        return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "func.call" and callee(op).startswith(contraction_library.PACK_PREFIX):
+            f = op.parent
+            while f.name != "func.func":
+                f = f.parent
+            packing.add(ir.StringAttr(f.attributes["sym_name"]).value)
+        return ir.WalkResult.ADVANCE
+
+    def visit_sites(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "func.call" and SITE_ATTR in op.attributes and callee(op) in packing:
+            sites.add(f"k{ir.IntegerAttr(op.attributes[SITE_ATTR]).value}")
+        return ir.WalkResult.ADVANCE
+
+    with module.context:
+        module.operation.walk(visit)
+        module.operation.walk(visit_sites)
+    return sites
 
 def _first_block(op: ir.Operation, zeroes: bool) -> ir.Value:
     """Whether the block is the first of its sums (every enclosing `SUMS` loop at its first iteration); always

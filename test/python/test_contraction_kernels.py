@@ -175,3 +175,15 @@ def test_a_relu_block_that_loses_its_kernel_is_an_error(monkeypatch: pytest.Monk
     monkeypatch.setattr(contraction_kernels, "fusion_barriers", lambda _m: None)
     with pytest.raises(HloError, match="took in a ReLU did not reach"):
         emit(hlo_mlir.load(_relu(text)), "loops")
+
+
+def test_profile_times_a_packing_as_its_own_row() -> None:
+    """The library's rhs packing runs in a kernel of its own, which `--profile` names after the dot it packs
+    for: not the dot's time, and not the entry's unattributed glue."""
+    from hlo_mlir.runtime.measure import profile
+
+    text = _dot("f32[128,512]", "f32[512,256]", "f32[128,256]")
+    rng = np.random.default_rng(5)
+    args = [rng.standard_normal((128, 512)).astype(np.float32), rng.standard_normal((512, 256)).astype(np.float32)]
+    rows = [line.split() for line in profile(hlo_mlir.load(text), args).splitlines()[1:-1]]
+    assert sorted(row[4:] for row in rows) == [["d"], ["pack", "for", "d"]]

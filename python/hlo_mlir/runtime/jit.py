@@ -382,7 +382,7 @@ def _compile(module: Any, text: str | None, key: str | None, profile: bool, thre
 
     from hlo_mlir.dialects import edit, from_mlir_type
     from hlo_mlir.interpreter.evaluator import parameter_names
-    from hlo_mlir.passes import lower_to_llvm
+    from hlo_mlir.passes import contraction_kernels, lower_to_llvm
     from hlo_mlir.passes.convert_hlo_to_linalg import convert
     from hlo_mlir.passes.convert_hlo_to_linalg.core import leaves
     from hlo_mlir.passes.convert_hlo_to_linalg.rng import rng_streams
@@ -409,6 +409,8 @@ def _compile(module: Any, text: str | None, key: str | None, profile: bool, thre
         lower_to_llvm.to_loops(lowered, profile, threads)
         _check_buffer_sizes(module, lowered)
         meta["kernels"] = _kernel_instructions(module, lower_to_llvm.kernel_locations(lowered))
+        for site in contraction_kernels.pack_sites(lowered):  # a contraction's operand packing, not the contraction
+            meta["kernels"][site] = [f"pack for {n}" for n in meta["kernels"][site]]
         meta["rng"] = rng_streams(lowered)
         lower_to_llvm.to_llvm(lowered)
         ir_texts = llvm_ir(lowered, os.cpu_count() or 1, native.IN_PROCESS_BYTES)
