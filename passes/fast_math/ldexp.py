@@ -24,6 +24,7 @@ from mlir import ir
 from mlir.dialects import llvm
 from mlir.passmanager import PassManager
 
+from hlo_mlir.diagnostics import HloError
 from hlo_mlir.passes import outline_kernels, parallelize
 from hlo_mlir.passes.fast_math.builder import EXPANDED_MARK, LDEXP_MARK, fast_ldexp
 
@@ -68,11 +69,14 @@ def _parallelize_first(kernel: ir.Operation, elements: int) -> None:
     scalar is known; `parallelize` then finds the kernel parallel, and vectorized where it could be."""
     if parallelize.configured_threads() == 1:
         return
-    if elements >= parallelize.MIN_ELEMENTS:
-        PassManager.parse(parallelize._PIPELINE).run(kernel)
-    if parallelize._vectorizable(kernel):
-        PassManager.parse(parallelize._VECTORIZE).run(kernel)
-        parallelize._in_bounds(kernel)
+    try:
+        if elements >= parallelize.MIN_ELEMENTS:
+            PassManager.parse(parallelize._PIPELINE).run(kernel)
+        if parallelize._vectorizable(kernel):
+            PassManager.parse(parallelize._VECTORIZE).run(kernel)
+            parallelize._in_bounds(kernel)
+    except ir.MLIRError as e:
+        raise HloError(f"jit: parallelizing a kernel with expanded math failed: {e}") from None
 
 
 def _scalar(op: ir.Operation) -> bool:
