@@ -27,6 +27,7 @@ PREFIX = "hlo_mlir_mk_"  # every library symbol starts with it
 PACK_PREFIX = f"{PREFIX}pack_"
 P, R = 3, 3  # tile loops and reduction loops a kernel walks
 DIMS = P + R + 2
+PACK_ROWS = 16  # k rows a packing kernel's parallel iteration copies (every panel's part of them)
 
 
 def name(work: str, mr: int, nr: int) -> str:
@@ -142,33 +143,48 @@ def pack_type(work: str, nr: int) -> str:
 
 def _pack(work: str, nr: int) -> str:
     """MLIR text of the packing kernel `dst[b, p, k, :] = src[b, p, k, :]` (the rhs of a contraction into
-    `nr`-column panels, `src` a strided view of it), over the panels on every core when `parallel`."""
+    `nr`-column panels, `src` a strided view of it), over blocks of `PACK_ROWS` k rows on every core when
+    `parallel`. Each k row is copied across all panels before the next: the source, a row-major [K, N]
+    matrix, is read in address order (a panel at a time read it in `nr`-wide strips `N` apart)."""
     w = lanes(work)
     t, vt = pack_type(work, nr), f"vector<{w}x{work}>"
-    copy = "\n".join(f"{{i}}%v{j} = vector.load %src[%b, %p, %k, %o{j}] : {t}, {vt}\n"
-                     f"{{i}}vector.store %v{j}, %dst[%b, %p, %k, %o{j}] : {t}, {vt}" for j in range(nr // w))
-
-    def rows(indent: str) -> str:
-        inner = indent + "  "
-        return (f"{indent}scf.for %k = %c0 to %nk step %c1 {{\n{copy.format(i=inner)}\n{indent}}}")
-
+    copy = "\n".join(f"          %v{j} = vector.load %src[%b, %p, %k, %o{j}] : {t}, {vt}\n"
+                     f"          vector.store %v{j}, %dst[%b, %p, %k, %o{j}] : {t}, {vt}" for j in range(nr // w))
     offsets = "\n".join(f"    %o{j} = arith.constant {j * w} : index" for j in range(nr // w))
-    return f"""  func.func @{pack_name(work, nr)}(%src: {t}, %dst: {t}, %parallel: i1) {{
+    return f"""  func.func private @{pack_name(work, nr)}_rows(%src: {t}, %dst: {t}, %b: index, %kb: index) {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index
+    %rows = arith.constant {PACK_ROWS} : index
 {offsets}
-    %nb = memref.dim %dst, %c0 : {t}
     %np = memref.dim %dst, %c1 : {t}
     %nk = memref.dim %dst, %c2 : {t}
+    %k0 = arith.muli %kb, %rows : index
+    %k1 = arith.addi %k0, %rows : index
+    %kend = arith.minui %k1, %nk : index
+    scf.for %k = %k0 to %kend step %c1 {{
+      scf.for %p = %c0 to %np step %c1 {{
+{copy}
+      }}
+    }}
+    return
+  }}
+  func.func @{pack_name(work, nr)}(%src: {t}, %dst: {t}, %parallel: i1) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %rows = arith.constant {PACK_ROWS} : index
+    %nb = memref.dim %dst, %c0 : {t}
+    %nk = memref.dim %dst, %c2 : {t}
+    %nkb = arith.ceildivui %nk, %rows : index
     scf.if %parallel {{
-      scf.forall (%b, %p) in (%nb, %np) {{
-{rows("        ")}
+      scf.forall (%b, %kb) in (%nb, %nkb) {{
+        func.call @{pack_name(work, nr)}_rows(%src, %dst, %b, %kb) : ({t}, {t}, index, index) -> ()
       }}
     }} else {{
       scf.for %b = %c0 to %nb step %c1 {{
-        scf.for %p = %c0 to %np step %c1 {{
-{rows("          ")}
+        scf.for %kb = %c0 to %nkb step %c1 {{
+          func.call @{pack_name(work, nr)}_rows(%src, %dst, %b, %kb) : ({t}, {t}, index, index) -> ()
         }}
       }}
     }}

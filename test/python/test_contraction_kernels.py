@@ -35,6 +35,8 @@ CASES = {
     # two k blocks (the kernel starts from zeros in the first only), a forall over row blocks
     "matmul_k600": _dot("f32[96,600]", "f32[600,70]", "f32[96,70]"),
     "ragged_f64": _dot("f64[37,300]", "f64[300,45]", "f64[37,45]"),
+    # a packing big enough to run on every core, over k row blocks of which the last is short (300 = 18 * 16 + 12)
+    "parallel_packing": _dot("f32[128,300]", "f32[300,520]", "f32[128,520]"),
     "transposed_operands": _dot("f32[600,48]", "f32[70,600]", "f32[48,70]",
                                 "lhs_contracting_dims={0}, rhs_contracting_dims={1}"),
     "batched": _dot("f32[2,32,32]", "f32[2,32,32]", "f32[2,32,32]",
