@@ -16,6 +16,7 @@ from mlir.passmanager import PassManager
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.passes import (contraction_kernels, fusion_limit, linalg_fast_math, linalg_recompute, linalg_schedules,
                              outline_kernels, parallelize, tile_transposes, widen_i1_memrefs)
+from hlo_mlir.passes.fast_math import ldexp
 
 if TYPE_CHECKING:
     from hlo_mlir.module import Module
@@ -123,6 +124,7 @@ def to_loops(module: ir.Module, profile: bool = False, threads: int = 0) -> ir.M
     outline_kernels.apply(module, profile)
     _run(module, AFFINE, "loops")
     tile_transposes.apply(module)
+    ldexp.apply(module, threads)
     if threads != 1:
         parallelize.apply(module)
     _run(module, LOOPS, "loops")

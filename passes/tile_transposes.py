@@ -16,7 +16,6 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from hlo_mlir.passes import outline_kernels
-from hlo_mlir.passes.fast_math import ldexp
 
 TILE = 32
 MIN_ELEMENTS = 1 << 12  # below this everything stays in cache anyway
@@ -65,11 +64,9 @@ def _strided(loop: ir.Operation) -> bool:
 
 
 def apply(module: ir.Module) -> None:
-    """Tile the kernels of `module` that access memory across their innermost loop (in place). Then
-    `fast_math.ldexp`, whose place in the lowering is the same (bufferized loops, before `parallelize`)."""
+    """Tile the kernels of `module` that access memory across their innermost loop (in place)."""
     with module.context:
         pm = PassManager.parse(_PIPELINE)
         for kernel, elements in outline_kernels.kernels(module):
             if elements >= MIN_ELEMENTS and any(_strided(loop) for loop in _innermost_fors(kernel)):
                 pm.run(kernel)
-    ldexp.apply(module)

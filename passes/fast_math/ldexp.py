@@ -7,7 +7,7 @@ call per element, so there the two factors stay. MLIR has no side-effect-free op
 (`llvm.intr.ldexp` takes a scalar exponent only; `llvm.call_intrinsic` has unknown memory effects, which
 bufferization rejects inside linalg bodies, affine-parallelize takes for a dependence and
 affine-super-vectorize does not widen). So `scale` marks its last multiply (`builder.LDEXP_MARK`), and
-`apply`, on the bufferized loops (called by `tile_transposes.apply`, the lowering's step there), first does
+`apply`, on the bufferized loops (`lower_to_llvm.to_loops`, before `parallelize`), first does
 `parallelize`'s work on each kernel holding one (parallel outer loop, 16-lane vectors), then replaces the
 marked products, vector or scalar, by the call; LLVM vectorizes the scalar ones left 512 bits wide. The
 marked product is y * s1 * s2 with s1 = bits((n >> 1) + bias << p-1): y and n are read back from there; a
@@ -63,11 +63,11 @@ def _marked(kernel: ir.Operation, mark: str) -> list[ir.Operation]:
     return found
 
 
-def _parallelize_first(kernel: ir.Operation, elements: int) -> None:
+def _parallelize_first(kernel: ir.Operation, elements: int, threads: int) -> None:
     """What `parallelize` would do to `kernel`, done now: it cannot once the call is in (affine-parallelize
     sees a call with unknown memory effects, affine-super-vectorize does not widen it), and what is left
     scalar is known; `parallelize` then finds the kernel parallel, and vectorized where it could be."""
-    if parallelize.configured_threads() == 1:
+    if threads == 1:
         return
     try:
         if elements >= parallelize.MIN_ELEMENTS:
@@ -83,16 +83,16 @@ def _scalar(op: ir.Operation) -> bool:
     return not isinstance(op.results[0].type, ir.VectorType)
 
 
-def apply(module: ir.Module) -> None:
-    """For each kernel of `module` holding expanded math: `parallelize`'s work first, then (AVX-512 hosts)
-    each marked product replaced by an ldexp call (the dead factors go with the next canonicalization), and,
-    where the expansions stay scalar in a big kernel, 512-bit vectors asked of LLVM (in place). Runs where
-    `tile_transposes` runs."""
+def apply(module: ir.Module, threads: int = 0) -> None:
+    """For each kernel of `module` holding expanded math: `parallelize`'s work first (unless `threads` is 1,
+    as `lower_to_llvm.to_loops` takes it), then (AVX-512 hosts) each marked product replaced by an ldexp call
+    (the dead factors go with the next canonicalization), and, where the expansions stay scalar in a big
+    kernel, 512-bit vectors asked of LLVM (in place). Runs after `tile_transposes`, before `parallelize`."""
     with module.context:
         for kernel, elements in outline_kernels.kernels(module):
             if not _marked(kernel, EXPANDED_MARK):
                 continue
-            _parallelize_first(kernel, elements)
+            _parallelize_first(kernel, elements, threads)
             wide = elements >= WIDE_ELEMENTS and any(_scalar(op) for op in _marked(kernel, EXPANDED_MARK))
             for op in _marked(kernel, LDEXP_MARK) if fast_ldexp() else ():
                 parts = _operands(op)
