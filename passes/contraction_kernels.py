@@ -19,8 +19,11 @@ in: the kernel applies it as it stores the last block of the sums (each enclosin
 iteration), the same `arith.maximumf` as the elementwise lowering, and the ReLU's own pass over the result (a
 read and a write of it, ~10-15% of small_cnn's run) goes. Sums run in the same order, with the same FMAs, as
 the vectorized register tile: results are bitwise the same. A dot's rhs packing into panels
-(`packs`, marked `PACK`, not tiled) becomes one call of the library's packing kernel, which runs over the
-panels on every core itself: the module keeps no loop of it.
+(`packs`, marked `PACK`, not tiled) becomes one call of the library's packing kernel, which runs over blocks
+of k rows on every core itself: the module keeps no loop of it, and the call is a kernel of its own, which
+`--profile` names after the contraction (`pack_sites`). A block of a product marked `PACKING` (few rows:
+`matmul_kernel` leaves its rhs unpacked) calls the library's `_packing` variant, which packs each panel
+itself (`contraction_library.packing_tiles`), when the rhs does not move along its innermost tile loop.
 
 Not taken (vectorized in the module as before): depthwise convolutions (their input is read along the
 vector lanes), packings that convert the element type or transpose ([B, N, K] rhs), contractions with more
@@ -41,6 +44,7 @@ BLOCK = "hlo_jit.block"  # on a block for the library: its loops' roles (`roles`
 RELU_BLOCKS = "hlo_jit.relu_blocks"  # on the module: the ids of the blocks that took in a ReLU (`call` checks)
 SUMS = "hlo_jit.sums"  # on the loops over blocks of a block's sums
 PACK = "hlo_jit.pack"  # on a packing for the library: whether it runs on every core
+PACKING = "hlo_jit.packing"  # on a product whose rhs its kernel packs (`contraction_library.packing_tiles`)
 DROPPED = "hlo_jit.dropped"  # on the zero fill of a block's result (its id), erased after bufferization
 
 # An operand's address: sum over (operand dimension j, {loop: coefficient}, constant) of stride(j) times
@@ -356,7 +360,11 @@ def call(module: ir.Module) -> None:
             ranges = loop_ranges(op)
             work = str(ir.MemRefType(op.operands[2].type).element_type)
             mr, nr = ranges[loop_roles[-2]], ranges[loop_roles[-1]]
-            name = contraction_library.name(work, mr, nr)
+            rows = loop_roles[contraction_library.P - 1]  # the innermost tile loop, the buffer's reuse
+            b_terms = _terms(maps(op)[1])
+            packing = (PACKING in op.attributes and (work, mr, nr) in contraction_library.packing_tiles()
+                       and b_terms is not None and not any(coefs.get(rows) for _, coefs, _ in b_terms[0]))
+            name = contraction_library.name(work, mr, nr, packing)
             with ir.InsertionPoint(op), op.location:
                 args = [*_views(op, loop_roles, work, mr, nr), _first_block(op, fill >= 0), _last_block(op, relu >= 0)]
                 func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)

@@ -16,7 +16,9 @@ the kernel loads the `mr x nr` accumulator tile from `c` (or starts from zeros w
 of the sums, so `c` needs no fill), adds `a[.., i, 0] * b[.., 0, :]` for each R point in order with one FMA
 per element (one rounding, the sums in k order, as the vectorized tile did), and stores it back, through
 `max(x, 0)` when `relu` (the last block of the sums of a contraction whose only reader was an HLO
-`maximum(x, 0)`: `contraction_kernels` fuses it, so the result is not read and written again).
+`maximum(x, 0)`: `contraction_kernels` fuses it, so the result is not read and written again). A
+`_packing` variant of the row-rich tiles packs `b` itself (`packing_tiles`); `hlo_mlir_mk_pack_*` kernels pack
+an rhs into panels before a product of many rows.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ DIMS = P + R + 2
 PACK_ROWS = 16  # k rows a packing kernel's parallel iteration copies (every panel's part of them)
 
 
-def name(work: str, mr: int, nr: int) -> str:
-    return f"{PREFIX}{work}_{mr}x{nr}"
+def name(work: str, mr: int, nr: int, packing: bool = False) -> str:
+    """The kernel's symbol; `packing`: the variant that packs `b` itself (`packing_tiles`)."""
+    return f"{PREFIX}{work}_{mr}x{nr}{'_packing' if packing else ''}"
 
 
 def view_type(work: str, mr: int, nr: int, unit_last: bool) -> str:
@@ -63,20 +66,45 @@ def tiles() -> frozenset[tuple[str, int, int]]:
     return frozenset(found)
 
 
-def _kernel(work: str, mr: int, nr: int) -> str:
-    """MLIR text of one kernel (see the module docstring)."""
+def packing_tiles() -> frozenset[tuple[str, int, int]]:
+    """The tiles with a packing variant: those `register_tile` chooses for `PACK_MIN_ROWS` rows or more (5 to
+    8 rows of two vectors), whose products `matmul_kernel` may hand `b` unpacked. The variant reads `b` in
+    place (a row-major [K, N] operand: rows `N` apart), copies each panel's block of the sums (the R loops x
+    `nr`) into a buffer on the stack once per P0, P1 point, and runs the row tiles (P2, along which `b` must
+    not move) on that buffer: one read of the operand, hot in L1 for every row tile, where a packing
+    kernel before the product writes the whole packed copy out and the product reads it back."""
+    return frozenset((work, mr, nr) for work, mr, nr in tiles() if mr >= 5 and nr == 2 * lanes(work))
+
+
+def _kernel(work: str, mr: int, nr: int, packing: bool = False) -> str:
+    """MLIR text of one kernel (see the module docstring; `packing`: see `packing_tiles`)."""
     w = lanes(work)
     vt = f"vector<{w}x{work}>"
     ta, tb = view_type(work, mr, nr, False), view_type(work, mr, nr, True)
     accs = [(i, j) for i in range(mr) for j in range(nr // w)]
     acc_types = ", ".join([vt] * len(accs))
     consts = sorted({*range(DIMS), *range(mr), *(j * w for j in range(nr // w))})
-    lines = [f"  func.func @{name(work, mr, nr)}(%a: {ta}, %b: {tb}, %c: {tb}, %zero: i1, %relu: i1) {{"]
+    lines = [f"  func.func @{name(work, mr, nr, packing)}(%a: {ta}, %b: {tb}, %c: {tb}, %zero: i1, %relu: i1) {{"]
     lines += [f"    %i{k} = arith.constant {k} : index" for k in consts]
     lines.append(f"    %zeros = arith.constant dense<0.0> : {vt}")
     lines += [f"    %n{d} = memref.dim %c, %i{d} : {tb}" for d in range(P + R)]
+    ts = f"memref<{'?x' * R}{nr}x{work}>"
+    rs = ", ".join(f"%n{P + d}" for d in range(R))
+    if packing:
+        lines.append(f"    %s = memref.alloca({rs}) {{alignment = 64 : i64}} : {ts}")
     indent = "    "
     for d in range(P):
+        if packing and d == P - 1:  # this P0, P1 point's panel into the buffer
+            for e in range(R):
+                lines.append(f"{indent}scf.for %u{e} = %i0 to %n{P + e} step %i1 {{")
+                indent += "  "
+            ut = ", ".join(f"%u{e}" for e in range(R))
+            for j in range(nr // w):
+                lines.append(f"{indent}%pv{j} = vector.load %b[%p0, %p1, %i0, {ut}, %i0, %i{j * w}] : {tb}, {vt}")
+                lines.append(f"{indent}vector.store %pv{j}, %s[{ut}, %i{j * w}] : {ts}, {vt}")
+            for _ in range(R):
+                indent = indent[:-2]
+                lines.append(f"{indent}}}")
         lines.append(f"{indent}scf.for %p{d} = %i0 to %n{d} step %i1 {{")
         indent += "  "
     pt = ", ".join(f"%p{d}" for d in range(P))
@@ -101,7 +129,10 @@ def _kernel(work: str, mr: int, nr: int) -> str:
         current = [f"%x{d}_{i}_{j}" for i, j in accs]
     qt = ", ".join(f"%q{d}" for d in range(R))
     for j in range(nr // w):
-        lines.append(f"{indent}%bv{j} = vector.load %b[{pt}, {qt}, %i0, %i{j * w}] : {tb}, {vt}")
+        if packing:
+            lines.append(f"{indent}%bv{j} = vector.load %s[{qt}, %i{j * w}] : {ts}, {vt}")
+        else:
+            lines.append(f"{indent}%bv{j} = vector.load %b[{pt}, {qt}, %i0, %i{j * w}] : {tb}, {vt}")
     out = []
     for i in range(mr):
         lines.append(f"{indent}%av{i} = memref.load %a[{pt}, {qt}, %i{i}, %i0] : {ta}")
@@ -198,7 +229,7 @@ GROUPS = 4  # modules the kernels are built in: each small enough for one in-pro
 @functools.cache
 def sources() -> tuple[str, ...]:
     """The library's MLIR modules (its kernels in `GROUPS` modules, compiled in parallel)."""
-    kernels = [_kernel(*t) for t in sorted(tiles())]
+    kernels = [_kernel(*t) for t in sorted(tiles())] + [_kernel(*t, packing=True) for t in sorted(packing_tiles())]
     kernels += [_pack(work, nr) for work, nr in sorted(packs())]
     size = -(-len(kernels) // GROUPS)
     return tuple("module {\n" + "\n".join(kernels[i:i + size]) + "\n}\n" for i in range(0, len(kernels), size))

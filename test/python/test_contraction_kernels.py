@@ -37,6 +37,11 @@ CASES = {
     "ragged_f64": _dot("f64[37,300]", "f64[300,45]", "f64[37,45]"),
     # a packing big enough to run on every core, over k row blocks of which the last is short (300 = 18 * 16 + 12)
     "parallel_packing": _dot("f32[128,300]", "f32[300,520]", "f32[128,520]"),
+    # few rows: the kernel packs each panel's k block itself, the second k block (44 rows) shorter
+    "kernel_packs_rhs": _dot("f32[128,300]", "f32[300,256]", "f32[128,256]"),
+    "kernel_packs_rhs_f64_batched": _dot("f64[2,70,96]", "f64[2,96,64]", "f64[2,70,64]",
+                                         "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+                                         "rhs_contracting_dims={1}"),
     "transposed_operands": _dot("f32[600,48]", "f32[70,600]", "f32[48,70]",
                                 "lhs_contracting_dims={0}, rhs_contracting_dims={1}"),
     "batched": _dot("f32[2,32,32]", "f32[2,32,32]", "f32[2,32,32]",
@@ -56,7 +61,8 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_library_blocks_match_the_vectorized_tile_bitwise(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     text = CASES[name]
-    assert re.search(r"call @hlo_mlir_mk_f(32|64)_\d+x\d+\(", emit(hlo_mlir.load(text), "loops"))
+    called = re.findall(r"call @hlo_mlir_mk_(f32|f64)_\d+x\d+(_packing)?\(", emit(hlo_mlir.load(text), "loops"))
+    assert called and all(bool(packing) == ("kernel_packs" in name) for _, packing in called)
     rng = np.random.default_rng(7)
     module = hlo_mlir.load(text)
     args = [rng.standard_normal(p.dims).astype(p.element.dtype) for p in compile_module(module, use_cache=False).params]
@@ -184,8 +190,8 @@ def test_profile_times_a_packing_as_its_own_row() -> None:
     for: not the dot's time, and not the entry's unattributed glue."""
     from hlo_mlir.runtime.measure import profile
 
-    text = _dot("f32[128,512]", "f32[512,256]", "f32[128,256]")
+    text = _dot("f32[320,512]", "f32[512,256]", "f32[320,256]")  # rows enough for a packing kernel
     rng = np.random.default_rng(5)
-    args = [rng.standard_normal((128, 512)).astype(np.float32), rng.standard_normal((512, 256)).astype(np.float32)]
+    args = [rng.standard_normal((320, 512)).astype(np.float32), rng.standard_normal((512, 256)).astype(np.float32)]
     rows = [line.split() for line in profile(hlo_mlir.load(text), args).splitlines()[1:-1]]
     assert sorted(row[4:] for row in rows) == [["d"], ["pack", "for", "d"]]
