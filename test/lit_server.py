@@ -69,6 +69,11 @@ def serve(path: str) -> dict | None:
 
     cache.key("")  # the compiler's identity: a digest of the sources as imported here, not as a later edit left them
     parent = os.getppid()
+    # Stopped by SIGINT or SIGTERM even when started with them ignored (a background job of a shell without job
+    # control inherits SIGINT ignored); the children get back the dispositions the server inherited.
+    inherited = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
@@ -108,6 +113,8 @@ def serve(path: str) -> dict | None:
         if pid == 0:
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            for sig, handler in inherited.items():
+                signal.signal(sig, handler)
             for fd in (wake_r, wake_w):
                 os.close(fd)
             for other in (listener, conn, *waiting.values()):
@@ -125,6 +132,8 @@ def main() -> None:
     sys.path[0] = os.path.dirname(sys.executable)  # as for the console scripts, not this file's directory
     try:
         request = serve(path)
+    except KeyboardInterrupt:  # SIGINT or SIGTERM: asked to stop
+        request = None
     finally:
         if os.getpid() == server:  # not in a child: remove the socket and its directory (lit.cfg.py made it)
             for remove, what in ((os.unlink, path), (os.rmdir, os.path.dirname(path))):

@@ -21,18 +21,39 @@ EXAMPLE = TEST.parent / "examples" / "mlp.hlo"
 BIN = Path(sys.executable).parent
 
 
-@pytest.fixture(scope="module")
-def server() -> Generator[str, None, None]:
-    """A running server's socket (its parent is this test process: it exits with the process, or when killed)."""
+def _start(**popen: object) -> tuple[subprocess.Popen, str]:
+    """A running server and its socket (its parent is this test process: it exits with the process, or when
+    stopped)."""
     directory = tempfile.mkdtemp(prefix="hlo-mlir-lit-test-")
     path = os.path.join(directory, "tools")
     proc = subprocess.Popen([sys.executable, str(TEST / "lit_server.py"), path], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE)
+                            stdout=subprocess.PIPE, **popen)  # type: ignore[call-overload]
     assert proc.stdout.readline() == b"ready\n"
+    return proc, path
+
+
+def _stop(proc: subprocess.Popen, path: str, sig: int = signal.SIGINT) -> None:
+    proc.send_signal(sig)
+    assert proc.wait(timeout=30) == 0
+    assert not os.path.exists(os.path.dirname(path)), "the server leaves its socket directory behind"
+
+
+@pytest.fixture(scope="module")
+def server() -> Generator[str, None, None]:
+    proc, path = _start()
     yield path
-    proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=30)
-    assert not os.path.exists(directory), "the server leaves its socket directory behind"
+    _stop(proc, path)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_stops_when_started_with_the_signal_ignored(sig: int) -> None:
+    """A background job of a shell without job control starts with SIGINT ignored (a `make test &`): the
+    server still serves and stops when asked."""
+    proc, path = _start(preexec_fn=lambda: signal.signal(sig, signal.SIG_IGN))
+    child = subprocess.run([sys.executable, "-S", "-I", str(TEST / "lit_client.py"), path, "hlo-opt", "--version"],
+                           capture_output=True, timeout=120, check=False)
+    assert child.returncode == 0 and child.stdout.startswith(b"hlo-opt "), child.stderr
+    _stop(proc, path, sig)
 
 
 def _both(server: str, tool: str, *args: str, **kwargs: object) -> tuple[subprocess.CompletedProcess, ...]:
