@@ -66,6 +66,7 @@ def tiles() -> frozenset[tuple[str, int, int]]:
     return frozenset(found)
 
 
+@functools.cache
 def packing_tiles() -> frozenset[tuple[str, int, int]]:
     """The tiles with a packing variant: those `register_tile` chooses for `PACK_MIN_ROWS` rows or more (5 to
     8 rows of two vectors), whose products `matmul_kernel` may hand `b` unpacked. The variant reads `b` in

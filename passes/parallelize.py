@@ -154,20 +154,32 @@ def _in_bounds(kernel: ir.Operation) -> None:
         op.attributes["in_bounds"] = ir.ArrayAttr.get([ir.BoolAttr.get(True)] * rank)
 
 
+def pass_managers() -> tuple[PassManager, PassManager]:
+    """`kernel_work`'s pass managers (in the current context), not verifying: the module is verified once
+    after them, as `lower_to_llvm._run` does."""
+    managers = PassManager.parse(_PIPELINE), PassManager.parse(_VECTORIZE)
+    for manager in managers:
+        manager.enable_verifier(False)
+    return managers
+
+
+def kernel_work(kernel: ir.Operation, elements: int, managers: tuple[PassManager, PassManager]) -> None:
+    """A parallel outer loop for `kernel` when it is big (`elements`), and vectors where safe (in place)."""
+    parallel, vectorize = managers
+    if elements >= MIN_ELEMENTS:
+        parallel.run(kernel)
+    if _vectorizable(kernel):
+        vectorize.run(kernel)
+        _in_bounds(kernel)
+
+
 def apply(module: ir.Module) -> None:
     """Parallelize the big kernels of `module` and, where safe, vectorize every kernel (in place). Not run
     for one-thread builds (`lower_to_llvm.to_loops`), which keep LLVM's own 256-bit vectorization."""
     with module.context:
-        pm = PassManager.parse(_PIPELINE)
-        vectorize = PassManager.parse(_VECTORIZE)
-        for manager in (pm, vectorize):  # verified once below, as `lower_to_llvm._run` does
-            manager.enable_verifier(False)
+        managers = pass_managers()
         for kernel, elements in outline_kernels.kernels(module):
-            if elements >= MIN_ELEMENTS:
-                pm.run(kernel)
-            if _vectorizable(kernel):
-                vectorize.run(kernel)
-                _in_bounds(kernel)
+            kernel_work(kernel, elements, managers)
         try:
             module.operation.verify()
         except ir.MLIRError as e:

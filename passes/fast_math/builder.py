@@ -8,7 +8,6 @@ FMA hardware; correct, if slow, elsewhere). Comparisons return `B`; `where` sele
 
 from __future__ import annotations
 
-import functools
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,6 +15,8 @@ from typing import TypeVar, Union
 
 from mlir import ir
 from mlir.dialects import arith, math
+
+from hlo_mlir import host_cpu
 
 
 @dataclass(frozen=True)
@@ -323,13 +324,7 @@ def scale(y: F, n: I) -> F:
     return result
 
 
-@functools.cache
 def fast_ldexp() -> bool:
     """Whether this host has AVX-512 (the JIT compiles for the host): there LLVM's ldexp is one VSCALEF
     instruction per vector, elsewhere a libm call per element (`fast_math.ldexp`)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line for line in f if line.startswith("flags")), "")
-    except OSError:
-        return False
-    return "avx512f" in flags.split()
+    return host_cpu.has("avx512f")

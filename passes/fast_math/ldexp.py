@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from mlir import ir
 from mlir.dialects import llvm
-from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import HloError
+from hlo_mlir.dialects import edit
 from hlo_mlir.passes import outline_kernels, parallelize
 from hlo_mlir.passes.fast_math.builder import EXPANDED_MARK, LDEXP_MARK, fast_ldexp
 
@@ -32,11 +32,8 @@ WIDE_ELEMENTS = 1 << 12  # kernels this big get 512-bit vectors from LLVM (`_pre
 
 
 def _defining(v: ir.Value, name: str) -> ir.Operation | None:
-    owner = v.owner
-    if isinstance(owner, ir.Block):
-        return None
-    op = owner.operation
-    return op if op.name == name else None
+    op = edit.defining_op(v)
+    return op if op is not None and op.name == name else None
 
 
 def _operands(product: ir.Operation) -> tuple[ir.Value, ir.Value] | None:
@@ -70,11 +67,7 @@ def _parallelize_first(kernel: ir.Operation, elements: int, threads: int) -> Non
     if threads == 1:
         return
     try:
-        if elements >= parallelize.MIN_ELEMENTS:
-            PassManager.parse(parallelize._PIPELINE).run(kernel)
-        if parallelize._vectorizable(kernel):
-            PassManager.parse(parallelize._VECTORIZE).run(kernel)
-            parallelize._in_bounds(kernel)
+        parallelize.kernel_work(kernel, elements, parallelize.pass_managers())
     except ir.MLIRError as e:
         raise HloError(f"jit: parallelizing a kernel with expanded math failed: {e}") from None
 

@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hlo_mlir import host_cpu
+
 T = TypeVar("T")
 FORMAT = 2  # 2: object files linked in process (1: shared libraries)
 
@@ -128,13 +130,8 @@ def _compiler_identity() -> str:
     return h.hexdigest()
 
 
-@functools.cache
 def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next((line for line in f if line.startswith("flags")), "")
-    except OSError:
-        return platform.processor()
+    return host_cpu.flags_line() or platform.processor()
 
 
 def key(mlir_text: str, options: str = "") -> str:
