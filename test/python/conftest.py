@@ -17,48 +17,41 @@ import os
 import resource
 import shutil
 import tempfile
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 
 import numpy as np
 import pytest
 from hlo_mlir import oracle
 from xla_compare import RESULTS_ENV, prune_across_runs, run_once
 
-_live_run_xla = oracle.run_xla
 _live_canonical_text = oracle.xla_canonical_text
 _live = [False]  # set by the live_xla fixture for its test
 
 
-def _shared_run_xla(hlo_text: str, args: Sequence[np.ndarray], timeout: float = 120) -> list[np.ndarray]:
-    """`oracle.run_xla`, answered from the results kept when the same call was made before."""
-    if _live[0]:
-        return _live_run_xla(hlo_text, args, timeout)
-    return run_once("xla", hlo_text, args, lambda: _live_run_xla(hlo_text, args, timeout), across_runs=True)
+def _kept(kind: str, live: Callable[..., list[np.ndarray]]) -> Callable[..., list[np.ndarray]]:
+    """`live` (`oracle.run_xla` or `run_stablehlo`: text, inputs, timeout), answered from the results kept
+    when the same call was made before."""
+
+    def shared(text: str, args: Sequence[np.ndarray], timeout: float = 120) -> list[np.ndarray]:
+        if _live[0]:
+            return live(text, args, timeout)
+        return run_once(kind, text, args, lambda: live(text, args, timeout), across_runs=True)
+
+    return shared
 
 
 def _shared_canonical_text(hlo_text: str, isolated: bool = True) -> str:
-    """`oracle.xla_canonical_text`, answered like `_shared_run_xla` (the pass sweeps ask it for every
+    """`oracle.xla_canonical_text`, answered like `_kept`'s (the pass sweeps ask it for every
     output, most of which are the unchanged module)."""
     if _live[0] or not isolated:
         return _live_canonical_text(hlo_text, isolated)
     return run_once("xla-canonical", hlo_text, [], lambda: _live_canonical_text(hlo_text), across_runs=True)
 
 
-_live_run_stablehlo = oracle.run_stablehlo
-
-
-def _shared_run_stablehlo(mlir_text: str, args: Sequence[np.ndarray], timeout: float = 120) -> list[np.ndarray]:
-    """`oracle.run_stablehlo` (XLA:CPU on StableHLO text), answered like `_shared_run_xla`."""
-    if _live[0]:
-        return _live_run_stablehlo(mlir_text, args, timeout)
-    return run_once("xla-stablehlo", mlir_text, args, lambda: _live_run_stablehlo(mlir_text, args, timeout),
-                    across_runs=True)
-
-
 # Before any test module runs `from hlo_mlir.oracle import run_xla` (conftest is imported first).
-oracle.run_xla = _shared_run_xla
+oracle.run_xla = _kept("xla", oracle.run_xla)
 oracle.xla_canonical_text = _shared_canonical_text
-oracle.run_stablehlo = _shared_run_stablehlo
+oracle.run_stablehlo = _kept("xla-stablehlo", oracle.run_stablehlo)  # XLA:CPU on StableHLO text
 
 
 @pytest.fixture
