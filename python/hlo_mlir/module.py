@@ -8,6 +8,7 @@ from typing import Any
 
 from mlir import ir
 
+from hlo_mlir import progress
 from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.dialects import new_context, source_location
 from hlo_mlir.frontend.exporter import export_module
@@ -96,17 +97,16 @@ class Module:
 
     def run(self, *args: Any, backend: str = "interpreter", **options: Any) -> list:
         """Execute the entry computation; returns the results flattened depth-first."""
-        from hlo_mlir import progress
-        from hlo_mlir.interpreter.run import run_module
-
         self._require_values()
         if backend == "jit":
             from hlo_mlir.runtime.jit import run as run_jit
 
             with progress.stage(f"{self.filename}: compiling and running (jit)"):
-                return run_jit(self, list(args), **options)
+                return run_jit(self, args, **options)
         if backend != "interpreter":
             raise HloError(f"unknown backend '{backend}': the available backends are 'interpreter' and 'jit'")
+        from hlo_mlir.interpreter.run import run_module
+
         with progress.stage(f"{self.filename}: running (interpreter)"):
             return run_module(self, list(args), **options)
 

@@ -19,7 +19,6 @@ import ctypes
 import functools
 import os
 import time
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,8 +80,13 @@ class Compiled:
     _fp_enter: Any = None  # process_support.c's hlo_mlir_fp_enter/exit: the denormal mode around a call
     _fp_exit: Any = None
     _result_struct: Any = None
-    _arg_layouts: list = field(default_factory=list)  # per parameter: (dtype, shape, descriptor, shape, strides)
-    _result_layouts: list = field(default_factory=list)  # per result: (storage dtype, shape, elements, dtype)
+    # per parameter: (dtype, shape, word of its descriptor, whether its data address is read through the buffer
+    # protocol: `_exports` and not empty; else `_data`)
+    _arg_layouts: list = field(default_factory=list)
+    _arg_bytes: list = field(default_factory=list)  # per parameter: the bytes of its data
+    _result_layouts: list = field(default_factory=list)  # per result: (storage dtype, shape, buffer types, dtype)
+    _frames: list = field(default_factory=list)  # `_Frame`s of no call in flight, taken and given back by calls
+    _too_big: str = ""  # why the results cannot be allocated (`_result_sizes_error`), said at each call
     _plain: bool = False  # every parameter a plain array (no tuple/token): the fast argument check applies
     _rng_state: Any = None  # rng_state.RngState: the random state bound around each call
     _rng_own: Any = None  # the streams of calls not given any (seed 0)
@@ -103,14 +107,18 @@ class Compiled:
         elif res_types:
             self._result_struct = res_types[0]
         self._fn = native.entry_point(self.lib, self.entry, len(self.params) + (self._result_struct is not None))
+        word = 0
         for t in self.params:
-            rank = len(t.dims)
-            strides = [int(np.prod(t.dims[i + 1:], dtype=np.int64)) for i in range(rank)]
-            self._arg_layouts.append((_storage_dtype(t), tuple(t.dims), _descriptor_type(rank),
-                                      (ctypes.c_int64 * rank)(*t.dims), (ctypes.c_int64 * rank)(*strides)))
+            dtype = _storage_dtype(t)
+            self._arg_layouts.append((dtype, tuple(t.dims), word, bool(np.prod(t.dims)) and _exports(dtype)))
+            self._arg_bytes.append(int(np.prod(t.dims, dtype=np.int64)) * dtype.itemsize)
+            word += 3 + 2 * len(t.dims)
         for t in self.results:
-            self._result_layouts.append((_storage_dtype(t), tuple(t.dims), int(np.prod(t.dims, dtype=np.int64)),
+            dtype = _storage_dtype(t)
+            buffer = ctypes.c_char * (int(np.prod(t.dims, dtype=np.int64)) * dtype.itemsize)
+            self._result_layouts.append((dtype, tuple(t.dims), (buffer, _owned_buffer(buffer, self._free)),
                                          np.dtype(t.element.dtype)))
+        self._too_big = self._result_sizes_error()
         if self.rng:
             from hlo_mlir.interpreter.ops_rng import Streams
             from hlo_mlir.runtime.rng_state import RngState
@@ -119,16 +127,32 @@ class Compiled:
             self._rng_own = Streams()
         self._plain = bool(self.signature) and all(isinstance(t, Array) for t in self.signature[1])
 
-    def _check_result_sizes(self) -> None:
-        """The compiled code cannot report a failed allocation (it would write through a null pointer): results
-        that need more bytes than the machine has (memory and swap) are refused before the call."""
-        sizes = [n * dtype.itemsize for dtype, _, n, _ in self._result_layouts]
+    def _result_sizes_error(self) -> str:
+        """The compiled code cannot report a failed allocation (it would write through a null pointer): why
+        results that need more bytes than the machine has (memory and swap) are refused before each call, or
+        "" when they fit."""
+        sizes = [ctypes.sizeof(buffers[0]) for _, _, buffers, _ in self._result_layouts]
         if not sizes or sum(sizes) <= _MEMORY_BYTES:
-            return
+            return ""
         i = max(range(len(sizes)), key=sizes.__getitem__)
         what = f"result {i} of the ROOT instruction '{self.root}'" if len(sizes) > 1 else f"the ROOT instruction '{self.root}'"
-        raise HloError(f"jit: {what} ({self.results[i]}) needs {sizes[i]} bytes ({sum(sizes)} for all results), "
-                       f"more than this machine's memory and swap ({_MEMORY_BYTES} bytes)")
+        return (f"jit: {what} ({self.results[i]}) needs {sizes[i]} bytes ({sum(sizes)} for all results), "
+                f"more than this machine's memory and swap ({_MEMORY_BYTES} bytes)")
+
+    def _new_frame(self) -> _Frame:
+        """Memory for one more call in flight: the argument descriptors with their shapes and row-major strides."""
+        words = (ctypes.c_int64 * max(1, sum(3 + 2 * len(shape) for _, shape, _, _ in self._arg_layouts)))()
+        base = ctypes.addressof(words)
+        pointers = []
+        for _, shape, at, _ in self._arg_layouts:
+            rank = len(shape)
+            words[at + 3:at + 3 + 2 * rank] = [*shape, *(int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(rank))]
+            pointers.append(base + 8 * at)
+        results = self._result_struct() if self._result_struct is not None else None
+        if results is None:
+            return _Frame(words, None, tuple(pointers), ())
+        descs = (results,) if len(self.results) == 1 else tuple(getattr(results, f"r{i}") for i in range(len(self.results)))
+        return _Frame(words, results, (ctypes.addressof(results), *pointers), descs)
 
     def profile(self) -> list[tuple[str, list[str], float, int]]:
         """(kernel call site `k<N>`, its HLO instructions, seconds, calls) for every site called since the last
@@ -159,65 +183,144 @@ class Compiled:
         checked = check_values(name, types, names, args)
         return [leaf for t, v in zip(types, checked) for leaf in _leaves(t, v)]
 
+    def run(self, args: Sequence[Any], flush_denormals: bool = True, rng: Any = None) -> list[np.ndarray]:
+        """Results for the user's arguments (as `flatten_arguments` takes them): arrays that are exactly the
+        parameters' (type, layout, shape) are checked once, as they are bound; anything else goes through
+        `flatten_arguments`' checks and messages first."""
+        if self._plain and len(args) == len(self.params):
+            values = self._call(args, flush_denormals, rng, convert=False)
+            if values is not None:
+                return values
+        return self(*self.flatten_arguments(args), flush_denormals=flush_denormals, rng=rng)
+
     def __call__(self, *args: Any, flush_denormals: bool = True, rng: Any = None) -> list[np.ndarray]:
         """Results of the entry function on flat arguments; `flush_denormals` runs it as XLA:CPU runs its
         kernels (subnormal inputs read as zero, subnormal results flushed), False keeps IEEE behaviour; `rng`
         (an `ops_rng.Streams`) is where the random state of rng instructions continues from and is kept."""
         if len(args) != len(self.params):
             raise HloError(f"jit: the entry computation takes {len(self.params)} array argument(s), got {len(args)}")
-        self._check_result_sizes()
-        keep: list[Any] = []
-        arg_ptrs: list[Any] = []
-        spans = []
-        for a, t, (dtype, shape, desc_type, dims, strides) in zip(args, self.params, self._arg_layouts):
-            arr = a
-            if type(a) is not np.ndarray or a.dtype != dtype or not a.flags.c_contiguous:
-                arr = np.asarray(a, dtype=dtype, order="C")  # ascontiguousarray would make 0-d arrays 1-d
-            if arr.shape != shape:
-                raise HloError(f"jit: argument of shape {arr.shape} where {t} was expected")
-            ptr = arr.__array_interface__["data"][0]
-            desc = desc_type(ptr, ptr, 0, dims, strides) if shape else desc_type(ptr, ptr, 0)
-            keep += [arr, desc]
-            spans.append((ptr, ptr + arr.nbytes))
-            arg_ptrs.append(ctypes.byref(desc))
-        descs: list[Any] = []
-        ptrs = arg_ptrs
-        if self._result_struct is not None:
-            out = self._result_struct()
-            descs = [out] if len(self.results) == 1 else [getattr(out, f"r{i}") for i in range(len(self.results))]
-            ptrs = [ctypes.byref(out), *arg_ptrs]
-        bound = self._rng_state.bound(rng or self._rng_own) if self._rng_state else contextlib.nullcontext()
-        with bound:
-            saved = self._fp_enter(int(flush_denormals))
-            try:
-                self._fn(*ptrs)
-            finally:
-                self._fp_exit(saved)
+        values = self._call(args, flush_denormals, rng, convert=True)
+        assert values is not None
+        return values
+
+    def _call(self, args: Sequence[Any], flush_denormals: bool, rng: Any, convert: bool) -> list[np.ndarray] | None:
+        """One call of the entry function. Only the arguments' data pointers are written, into a prepared
+        `_Frame`: a small module's whole run is ~0.1-0.2 ms, and building descriptors per call cost a tenth of
+        it. An argument not already a C-contiguous array of its parameter's storage type and shape is converted
+        (`convert`), or the call is not made (None)."""
+        if self._too_big:
+            raise HloError(self._too_big)
+        try:
+            frame = self._frames.pop()
+        except IndexError:
+            frame = self._new_frame()
+        try:
+            words = frame.words
+            keep = []  # converted copies of arguments, alive until the call returns
+            starts = []
+            for a, t, (dtype, shape, at, exports) in zip(args, self.params, self._arg_layouts):
+                if type(a) is not np.ndarray or a.dtype != dtype or not a.flags.c_contiguous or a.shape != shape:
+                    if not convert:
+                        return None
+                    a = np.asarray(a, dtype=dtype, order="C")  # ascontiguousarray would make 0-d arrays 1-d
+                    keep.append(a)
+                    if a.shape != shape:
+                        raise HloError(f"jit: argument of shape {a.shape} where {t} was expected")
+                ptr = ctypes.addressof(ctypes.c_char.from_buffer(a)) if exports and a.flags.writeable else _data(a)
+                words[at] = words[at + 1] = ptr
+                starts.append(ptr)
+            bound = self._rng_state.bound(rng or self._rng_own) if self._rng_state else contextlib.nullcontext()
+            with bound:
+                saved = self._fp_enter(int(flush_denormals))
+                try:
+                    self._fn(*frame.pointers)
+                finally:
+                    self._fp_exit(saved)
+            filled = [(d.allocated, d.aligned, d.offset) for d in frame.descs]
+        finally:
+            self._frames.append(frame)
         if self.host_callbacks:
             host.raise_pending()
-        # A buffer the compiled code allocated for exactly one result becomes that NumPy array (freed with
-        # it); others (shared by two results, an argument's, a global constant's) are copied, then freed
-        # once every result is copied.
-        owned = [d.allocated if d.allocated and d.allocated != _GLOBAL_SENTINEL
-                 and not any(lo <= d.allocated < hi for lo, hi in spans) else None for d in descs]
+        return self._results(filled, starts)
+
+    def _results(self, filled: list[tuple[int, int, int]], starts: list[int]) -> list[np.ndarray]:
+        """NumPy arrays of the results from their descriptors' (allocated, aligned, offset) and the arguments'
+        data addresses: a buffer the compiled code allocated for exactly one result becomes that array (freed
+        with it); others (shared by two results, an argument's, a global constant's) are copied, then freed
+        once every result is copied."""
+        owned = [p if p and p != _GLOBAL_SENTINEL and not any(lo <= p < lo + n for lo, n in zip(starts, self._arg_bytes))
+                 else None for p, _, _ in filled]
         values, to_free = [], set()
-        for d, (dtype, shape, n, want), ptr in zip(descs, self._result_layouts, owned):
-            if not n:
+        for (_, aligned, offset), (dtype, shape, buffers, want), ptr in zip(filled, self._result_layouts, owned):
+            if not buffers[0]._length_:
                 values.append(np.zeros(shape, want))
                 if ptr:
                     to_free.add(ptr)
                 continue
-            buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(d.aligned + d.offset * dtype.itemsize)
+            address = aligned + offset * dtype.itemsize
             if ptr and dtype == want and owned.count(ptr) == 1:
-                weakref.finalize(buf, self._free, ptr)
-                values.append(np.frombuffer(buf, dtype=dtype).reshape(shape))
+                buf = buffers[1].from_address(address)
+                buf.allocated = ptr
+                values.append(np.ndarray(shape, dtype, buf))
                 continue
-            values.append(np.frombuffer(buf, dtype=dtype).reshape(shape).astype(want))
+            values.append(np.ndarray(shape, dtype, buffers[0].from_address(address)).astype(want))
             if ptr:
                 to_free.add(ptr)
         for ptr in to_free:
             self._free(ptr)
         return values
+
+
+@dataclass
+class _Frame:
+    """The memory of one call in flight: every argument's memref descriptor in one block of int64 words
+    (allocated and aligned pointers, offset 0, shape, strides; a call writes only the pointers), the results'
+    descriptors the entry fills, and the entry's arguments (addresses of the result struct, then of each
+    argument descriptor). Calls on several threads at once (devices) each take a frame of their own."""
+
+    words: Any
+    results: Any
+    pointers: tuple[int, ...]
+    descs: tuple[Any, ...]
+
+
+class _ArrayInterface(ctypes.Structure):
+    """NumPy's `PyArrayInterface`, the C struct `__array_struct__` holds (the array interface protocol)."""
+
+    _fields_ = [("two", ctypes.c_int), ("nd", ctypes.c_int), ("typekind", ctypes.c_char), ("itemsize", ctypes.c_int),
+                ("flags", ctypes.c_int), ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
+                ("data", ctypes.c_void_p)]
+
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype, _capsule_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+
+
+def _data(a: np.ndarray) -> int:
+    """The address of an array's data, for arrays the buffer protocol does not take (read-only ones, those of
+    ml_dtypes' types): through `__array_struct__`, 2x faster than `__array_interface__` (a dict per call)."""
+    capsule = a.__array_struct__  # owns the struct: alive until its field is read
+    return _ArrayInterface.from_address(_capsule_pointer(capsule, None)).data or 0
+
+
+def _owned_buffer(buffer: type, free: Any) -> type:
+    """A subclass of the ctypes array type `buffer` whose instances free the block at their `allocated`
+    address when they go (with the NumPy array viewing them): 5x cheaper per call than `weakref.finalize`."""
+
+    def __del__(self: Any) -> None:
+        free(self.allocated)
+
+    return type(f"Owned{buffer.__name__}", (buffer,), {"__slots__": ("allocated",), "__del__": __del__})
+
+
+@functools.cache
+def _exports(dtype: np.dtype) -> bool:
+    """Whether NumPy exports arrays of `dtype` through the buffer protocol (not those of ml_dtypes' types)."""
+    try:
+        ctypes.c_char.from_buffer(np.zeros(1, dtype))
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _leaves(t: Any, v: Any) -> list[Any]:
@@ -233,13 +336,14 @@ def compile_module(module: Any, text: str | None = None, use_cache: bool = True,
     then (`use_cache`) in the on-disk cache keyed by its MLIR text and the compiler's identity. `profile`
     builds the variant whose kernels time themselves (`Compiled.profile`)."""
     from hlo_mlir.passes.parallelize import configured_threads
-    from hlo_mlir.runtime import cache, native
 
     threads = configured_threads()
     options = (profile, threads != 1)  # what changes the generated code
     hit = module._compiled.get(options)
     if hit is not None:
         return hit
+    from hlo_mlir.runtime import cache, native  # only now: a package's `from` import costs a call per run
+
     start = time.perf_counter()
     key = None
     if use_cache and cache.enabled():
@@ -444,13 +548,12 @@ def run(module: Any, args: Sequence[Any], replicas: int = 1, infeed: Any = (), o
         raise HloError(f"replicas must be an integer of at least 1, got {replicas!r}")
     compiled = compile_module(module)
     if replicas == 1 and not mpi and device_args is None and not compiled.host_callbacks:  # nothing calls back
-        return compiled(*compiled.flatten_arguments(args), flush_denormals=flush, rng=module_streams(module, "jit"))
+        return compiled.run(args, flush, module_streams(module, "jit") if compiled.rng else None)
 
     def device(dev: Any, dev_args: Sequence[Any]) -> list[np.ndarray]:
         host.bind_replica(dev)
         try:
-            return compiled(*compiled.flatten_arguments(dev_args), flush_denormals=flush,
-                            rng=module_streams(module, "jit", dev.index))
+            return compiled.run(dev_args, flush, module_streams(module, "jit", dev.index) if compiled.rng else None)
         finally:
             host.bind_replica(None)
 
