@@ -3,13 +3,14 @@
 
 A contraction marked for `linalg_schedules` (`matmul_kernel`'s dot, `conv`'s implicit GEMM) whose last tiling
 level is a register tile the library has is only tiled by the outer levels (`linalg_schedules.apply`, with
-`mark_block`): each block is a linalg.generic marked `BLOCK` with its loops' roles in the library's loop
-space `[P0, P1, P2, R0, R1, R2, MR, NR]`. After bufferization `call` replaces each block by a call of its
-kernel on three rank-8 views of its operands' buffers over that loop space (`memref.reinterpret_cast`): per
-operand, a loop's stride is the sum over the operand's dimensions of the loop's coefficient in that
-dimension's index times the dimension's stride. Indices must be linear in the loops, or a strided
-convolution's `(e floordiv s, e mod s)` pair over a dimension split in two (whose strides then make the
-address linear: `stride(j) = s * stride(j + 1)`). The module then keeps only the block loops; the register
+`mark_block`): each block is a linalg.generic marked `BLOCK` with its loops' roles in the library's loop space
+`[P0, P1, P2, R0, R1, R2, MR, NR]`. After bufferization `call` replaces each block by a call of its kernel on
+three rank-8 views of its operands' buffers over that loop space, each passed as the address of its first
+element, their sizes and strides in one i64 array (`contraction_library.shape_fields`; a constant global when
+static, `_Shapes`): per operand, a loop's stride is the sum over the operand's dimensions of the loop's
+coefficient in that dimension's index times the dimension's stride. Indices must be linear in the loops, or a
+strided convolution's `(e floordiv s, e mod s)` pair over a dimension split in two (whose strides then make
+the address linear: `stride(j) = s * stride(j + 1)`). The module then keeps only the block loops; the register
 tile compiles once, in the library, not per module (matmul 512^2: 7-8x XLA's compile time before).
 
 The result's zero fill is not run: the kernel starts the first block of the sums (every enclosing loop over
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from mlir import ir
 from mlir.dialects import arith, func, memref, scf
 
@@ -353,6 +355,7 @@ def call(module: ir.Module) -> None:
     with module.context:
         module.operation.walk(visit)
         declared: set[str] = set()
+        shapes = _Shapes(module)
         replaced: set[int] = set()
         relus: set[int] = set()
         for op in _blocks(module):
@@ -366,10 +369,11 @@ def call(module: ir.Module) -> None:
                        and b_terms is not None and not any(coefs.get(rows) for _, coefs, _ in b_terms[0]))
             name = contraction_library.name(work, mr, nr, packing)
             with ir.InsertionPoint(op), op.location:
-                args = [*_views(op, loop_roles, work, mr, nr), _first_block(op, fill >= 0), _last_block(op, relu >= 0)]
-                func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
+                addresses, fields = _views(op, loop_roles)
+                flags = [_first_block(op, fill >= 0), _last_block(op, relu >= 0)]
+                types = shapes.call(op, name, addresses, fields, flags)
             if name not in declared:
-                _declare(module, name, [v.type for v in args])
+                _declare(module, name, types)
                 declared.add(name)
             replaced.add(fill)
             relus.add(relu)
@@ -393,13 +397,14 @@ def call(module: ir.Module) -> None:
                 once = scf.ForOp(_index(0), _index(1), _index(1))
             with ir.InsertionPoint(once.body), op.location:
                 extents = _extents(op)
-                args = [_view(v, m, k, [0, 1, 2, 3], extents, [nr], True, contraction_library.pack_type(work, nr))
-                        for k, (v, m) in enumerate(zip(op.operands, maps(op)))]
-                args.append(arith.constant(ir.IntegerType.get_signless(1), int(ir.BoolAttr(op.attributes[PACK]).value)))
-                func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
+                views = [_view(v, m, k, [0, 1, 2, 3], True) for k, (v, m) in enumerate(zip(op.operands, maps(op)))]
+                fields = contraction_library.shape_fields([extents[d] for d in range(4)],
+                                                          [(steps, True) for _, steps in views], 1)
+                parallel = arith.constant(ir.IntegerType.get_signless(1), int(ir.BoolAttr(op.attributes[PACK]).value))
+                types = shapes.call(op, name, [a for a, _ in views], fields, [parallel])
                 scf.YieldOp([])
             if name not in declared:
-                _declare(module, name, [v.type for v in args])
+                _declare(module, name, types)
                 declared.add(name)
             op.erase()
 
@@ -464,35 +469,114 @@ def _index(v: int) -> ir.Value:
     return arith.constant(ir.IndexType.get(), v)
 
 
-def _views(op: ir.Operation, loop_roles: list[int], work: str, mr: int, nr: int) -> list[ir.Value]:
-    """The block's operands as views of rank 8 over the library's loop space."""
+Field = int | ir.Value  # a size, stride or offset: an int where the types say it statically
+
+
+def _add(x: Field, y: Field) -> Field:
+    """x + y, folded where either is a static 0 or both are static."""
+    if isinstance(x, int) and isinstance(y, int):
+        return x + y
+    if isinstance(x, int) and x == 0:
+        return y
+    if isinstance(y, int) and y == 0:
+        return x
+    return arith.addi(_value(x), _value(y))
+
+
+def _mul(x: Field, k: int) -> Field:
+    """x * k, folded where x is static or k is 0 or 1."""
+    if isinstance(x, int) or k == 0:
+        return x * k if isinstance(x, int) else 0
+    return x if k == 1 else arith.muli(x, _index(k))
+
+
+def _value(x: Field) -> ir.Value:
+    return _index(x) if isinstance(x, int) else x
+
+
+_ALLOCATION_SCOPES = ("func.func", "scf.forall", "scf.parallel")
+
+
+class _Shapes:
+    """The `shape` arrays of a module's kernel calls (`contraction_library.shape_fields`): a constant
+    `memref.global` per distinct static array (most calls: static shapes leave only the addresses to
+    compute), else a stack array the call site fills before the call. That array is allocated at the start of
+    the function or parallel loop body around the call, outside the sequential loops: an `alloca_scope` in
+    a loop is inlined by canonicalization, leaving an alloca that grows the stack at every iteration; a
+    parallel loop's body is an allocation scope of its own (per thread, per iteration)."""
+
+    def __init__(self, module: ir.Module) -> None:
+        self.module = module
+        self.globals: dict[tuple[int, ...], str] = {}
+        self.type = ir.IntegerType.get_signless(64)
+
+    def call(self, at: ir.Operation, name: str, addresses: list[ir.Value], fields: list[Field],
+             flags: list[ir.Value]) -> list[ir.Type]:
+        """Call kernel `name` at the insertion point, in place of `at`; the argument types, for its
+        declaration."""
+        t = ir.MemRefType.get([len(fields)], self.type)
+        if all(isinstance(f, int) for f in fields):
+            key = tuple(int(f) for f in fields)
+            if key not in self.globals:
+                self.globals[key] = f"hlo_jit_shape_{len(self.globals)}"
+                with ir.InsertionPoint.at_block_begin(self.module.body), ir.Location.unknown():
+                    memref.GlobalOp(self.globals[key], ir.TypeAttr.get(t), sym_visibility="private",
+                                    initial_value=ir.DenseElementsAttr.get(
+                                        np.array(key, dtype=np.int64), type=self.type,
+                                        shape=[len(key)]), constant=True, alignment=8)
+            return self._call(name, addresses, memref.get_global(t, self.globals[key]), flags)
+        scope = at.parent
+        while scope.name not in _ALLOCATION_SCOPES:
+            scope = scope.parent
+        with ir.InsertionPoint.at_block_begin(scope.regions[0].blocks[0]):
+            array = memref.alloca(t, [], [])
+        for i, f in enumerate(fields):
+            memref.store(arith.index_cast(self.type, _value(f)), array, [_index(i)])
+        return self._call(name, addresses, array, flags)
+
+    def _call(self, name: str, addresses: list[ir.Value], array: ir.Value, flags: list[ir.Value]) -> list[ir.Type]:
+        args = [*addresses, _address(array, 0, 8), *flags]
+        func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
+        return [v.type for v in args]
+
+
+def _address(v: ir.Value, offset: Field, element_bytes: int) -> ir.Value:
+    """The address (i64) of element `offset` of `v`'s underlying buffer."""
+    start = _add(memref.extract_aligned_pointer_as_index(v), _mul(offset, element_bytes))
+    return arith.index_cast(ir.IntegerType.get_signless(64), _value(start))
+
+
+def _views(op: ir.Operation, loop_roles: list[int]) -> tuple[list[ir.Value], list[Field]]:
+    """The block's operands as the library's kernel takes them: their addresses and its `shape` fields."""
     extents = _extents(op)
-    return [_view(v, m, k, loop_roles, extents, [mr, nr], k > 0,
-                  contraction_library.view_type(work, mr, nr, k > 0))
-            for k, (v, m) in enumerate(zip(op.operands, maps(op)))]
+    views = [_view(v, m, k, loop_roles, k > 0) for k, (v, m) in enumerate(zip(op.operands, maps(op)))]
+    sizes = [extents[d] if d >= 0 else 1 for d in loop_roles]
+    fields = contraction_library.shape_fields(sizes, [(s, k > 0) for k, (_, s) in enumerate(views)], 2)
+    return [a for a, _ in views], fields
 
 
-def _extents(op: ir.Operation) -> dict[int, ir.Value]:
-    """Loop -> its extent, read off an operand a plain loop index addresses."""
-    extents: dict[int, ir.Value] = {}
+def _extents(op: ir.Operation) -> dict[int, Field]:
+    """Loop -> its extent, read off an operand a plain loop index addresses (its type's size when static)."""
+    extents: dict[int, Field] = {}
     for v, m in zip(op.operands, maps(op)):
+        shape = ir.ShapedType(v.type).shape
         for j, e in enumerate(m.results):
             if isinstance(e, ir.AffineDimExpr) and e.position not in extents:
-                extents[e.position] = memref.dim(v, _index(j))
+                static = shape[j] != ir.ShapedType.get_dynamic_size()
+                extents[e.position] = shape[j] if static else memref.dim(v, _index(j))
     return extents
 
 
-def _view(v: ir.Value, m: ir.AffineMap, k: int, loop_roles: list[int], extents: dict[int, ir.Value],
-          static_sizes: list[int], unit_last: bool, type_text: str) -> ir.Value:
-    """Operand `k` (`v`, read through `m`) as a view over the loops `loop_roles` (-1: a unit loop), the last
-    `len(static_sizes)` of static extents; with `unit_last` its last stride must be 1."""
+def _view(v: ir.Value, m: ir.AffineMap, k: int, loop_roles: list[int], unit_last: bool) -> tuple[ir.Value, list[Field]]:
+    """Operand `k` (`v`, read through `m`) as a view over the loops `loop_roles` (-1: a unit loop): the
+    address of its first element and its stride along each loop; with `unit_last` its last stride must be 1."""
     dyn = ir.ShapedType.get_dynamic_stride_or_offset()
     t = ir.MemRefType(v.type)
     analysed = _terms(m)
     if analysed is None:
         raise HloError(f"jit: a contraction block's operand {k} is not addressed linearly: {m}")
     terms, pairs = analysed
-    static = t.get_strides_and_offset()[0]
+    static, static_offset = t.get_strides_and_offset()
     for j, s in pairs:
         if dyn in (static[j], static[j + 1]) or static[j] != s * static[j + 1]:
             raise HloError(f"jit: a contraction block's operand {k} ({t}) does not split a dimension by {s}")
@@ -500,24 +584,15 @@ def _view(v: ir.Value, m: ir.AffineMap, k: int, loop_roles: list[int], extents: 
         raise HloError(f"jit: a contraction block's operand {k} ({t}) is not contiguous along its last "
                        "dimension: the library kernel cannot take it")
     meta = memref.ExtractStridedMetadataOp(v)
-    strides = list(meta.strides)
-    offset = meta.offset
-    coefs: dict[int, ir.Value] = {}
+    strides = [s if s != dyn else meta.strides[j] for j, s in enumerate(static)]
+    offset: Field = static_offset if static_offset != dyn else meta.offset
+    coefs: dict[int, Field] = {}
     for j, loops, const in terms:
         for d, c in loops.items():
-            step = strides[j] if c == 1 else arith.muli(strides[j], _index(c))
-            coefs[d] = arith.addi(coefs[d], step) if d in coefs else step
-        if const:
-            offset = arith.addi(offset, arith.muli(strides[j], _index(const)))
-    fixed = len(static_sizes)
-    sizes = [extents[d] if d >= 0 else _index(1) for d in loop_roles[:-fixed]]
-    steps = [coefs[d] if d >= 0 and d in coefs else _index(0) for d in loop_roles[:-1]]
-    if not unit_last:
-        steps.append(coefs.get(loop_roles[-1], _index(0)))
-    return memref.ReinterpretCastOp(
-        ir.Type.parse(type_text), meta.base_buffer, [offset], sizes, steps, [dyn],
-        [ir.ShapedType.get_dynamic_size()] * (len(loop_roles) - fixed) + static_sizes,
-        [dyn] * (len(loop_roles) - 1) + [1 if unit_last else dyn]).result
+            coefs[d] = _add(coefs.get(d, 0), _mul(strides[j], c))
+        offset = _add(offset, _mul(strides[j], const))
+    steps = [coefs.get(d, 0) if d >= 0 else 0 for d in loop_roles]
+    return _address(meta.base_buffer, offset, t.element_type.width // 8), steps
 
 
 def _declare(module: ir.Module, name: str, types: list[ir.Type]) -> None:

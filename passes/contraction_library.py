@@ -6,17 +6,20 @@ a transform script, cost every module with a dot or convolution ~50 ms of compil
 compiled 7-8x slower than XLA's). It is the same code for every shape, so it is built once, shape generic,
 and each module keeps only its thin block loops (`contraction_kernels`).
 
-One function per work type (f32, f64) and register tile (`mr` rows x `nr` columns, every tile
-`register_tile` can choose): `hlo_mlir_mk_<type>_<mr>x<nr>(a, b, c, zero, relu)`, three views of rank 8 over the
-same loop space `[P0, P1, P2, R0, R1, R2, MR, NR]` (`DIMS`): up to three tile loops (P), up to three
-reduction loops (R, in order), the register tile. Each view's strides say how its element moves along each
-loop (0 where it does not depend on it: `a` along NR, `b` along MR, `c` along R), so a matmul block and an
-implicit-GEMM convolution block are the same call (`contraction_kernels` makes the views). For each P point
-the kernel loads the `mr x nr` accumulator tile from `c` (or starts from zeros when `zero`: the first block
-of the sums, so `c` needs no fill), adds `a[.., i, 0] * b[.., 0, :]` for each R point in order with one FMA
-per element (one rounding, the sums in k order, as the vectorized tile did), and stores it back, through
-`max(x, 0)` when `relu` (the last block of the sums of a contraction whose only reader was an HLO
-`maximum(x, 0)`: `contraction_kernels` fuses it, so the result is not read and written again). A
+One function per work type (f32, f64) and register tile (`mr` rows x `nr` columns, every tile `register_tile`
+can choose): `hlo_mlir_mk_<type>_<mr>x<nr>(a, b, c, shape, zero, relu)`, three views of rank 8 over the same
+loop space `[P0, P1, P2, R0, R1, R2, MR, NR]` (`DIMS`): up to three tile loops (P), up to three reduction
+loops (R, in order), the register tile. A view is passed as the address of its first element, its sizes and
+strides in one array of i64 at `shape` (`shape_fields`: the call site's constant global when they are static),
+not as memref descriptors: three rank-8 descriptors were 57 scalar arguments per call, whose instruction
+selection cost each module that calls the library 1-4 ms of LLVM time (`_views`). Each view's strides say how
+its element moves along each loop (0 where it does not depend on it: `a` along NR, `b` along MR, `c` along R),
+so a matmul block and an implicit-GEMM convolution block are the same call (`contraction_kernels` makes the
+views). For each P point the kernel loads the `mr x nr` accumulator tile from `c` (or starts from zeros when
+`zero`: the first block of the sums, so `c` needs no fill), adds `a[.., i, 0] * b[.., 0, :]` for each R point
+in order with one FMA per element (one rounding, the sums in k order, as the vectorized tile did), and stores
+it back, through `max(x, 0)` when `relu` (the last block of the sums of a contraction whose only reader was an
+HLO `maximum(x, 0)`: `contraction_kernels` fuses it, so the result is not read and written again). A
 `_packing` variant of the row-rich tiles packs `b` itself (`packing_tiles`); `hlo_mlir_mk_pack_*` kernels pack
 an rhs into panels before a product of many rows.
 """
@@ -24,11 +27,15 @@ an rhs into panels before a product of many rows.
 from __future__ import annotations
 
 import functools
+import itertools
+from collections.abc import Sequence
+from typing import TypeVar
 
 PREFIX = "hlo_mlir_mk_"  # every library symbol starts with it
 PACK_PREFIX = f"{PREFIX}pack_"
 P, R = 3, 3  # tile loops and reduction loops a kernel walks
 DIMS = P + R + 2
+T = TypeVar("T")
 PACK_ROWS = 16  # k rows a packing kernel's parallel iteration copies (every panel's part of them)
 
 
@@ -43,6 +50,48 @@ def view_type(work: str, mr: int, nr: int, unit_last: bool) -> str:
     sizes = "?x" * (DIMS - 2) + f"{mr}x{nr}x{work}"
     strides = ", ".join(["?"] * (DIMS - 1) + ["1" if unit_last else "?"])
     return f"memref<{sizes}, strided<[{strides}], offset: ?>>"
+
+
+def shape_fields(sizes: Sequence[T], views: Sequence[tuple[Sequence[T], bool]], fixed: int) -> list[T]:
+    """A kernel's `shape` array, the calling convention's one definition: the loop space's `sizes` but its last
+    `fixed` (static in the kernel's types), then each view's strides (`views`: strides, unit_last), its last
+    one left out when `unit_last` (1 in the kernel's type)."""
+    out = list(sizes[:len(sizes) - fixed])
+    for strides, unit_last in views:
+        out += strides[:-1] if unit_last else strides
+    return out
+
+
+def _views(work: str, shape: str, views: Sequence[tuple[str, str, str, bool]], sizes: Sequence[str]) -> list[str]:
+    """MLIR text making a kernel's views (`views`: name, address argument, memref type, unit_last) from their
+    addresses and the i64 array at `shape` (laid out by `shape_fields`; `sizes`: the loop space's, a `?`
+    where the array has it): each address becomes a rank-0 memref (its LLVM descriptor built from the
+    pointer) reinterpreted with the sizes and strides."""
+    lines = [f"    %{shape}_p = llvm.inttoptr %{shape} : i64 to !llvm.ptr",
+             "    %zero_offset = arith.constant 0 : index"]
+    field = itertools.count()
+
+    def load() -> str:
+        k = next(field)
+        lines.extend([f"    %{shape}{k}_p = llvm.getelementptr %{shape}_p[{k}] : (!llvm.ptr) -> !llvm.ptr, i64",
+                      f"    %{shape}{k}_i = llvm.load %{shape}{k}_p {{alignment = 8 : i64}} : !llvm.ptr -> i64",
+                      f"    %{shape}{k} = arith.index_cast %{shape}{k}_i : i64 to index"])
+        return f"%{shape}{k}"
+
+    dims = [load() if s == "?" else s for s in sizes]
+    desc = "!llvm.struct<(ptr, ptr, i64)>"
+    for name, address, mtype, unit_last in views:
+        strides = [load() for _ in range(len(sizes) - unit_last)] + (["1"] if unit_last else [])
+        lines += [f"    %{name}_p = llvm.inttoptr %{address} : i64 to !llvm.ptr",
+                  f"    %{name}_d0 = llvm.mlir.poison : {desc}",
+                  f"    %{name}_d1 = llvm.insertvalue %{name}_p, %{name}_d0[0] : {desc}",
+                  f"    %{name}_d2 = llvm.insertvalue %{name}_p, %{name}_d1[1] : {desc}",
+                  f"    %{name}_o = llvm.mlir.constant(0 : i64) : i64",
+                  f"    %{name}_d3 = llvm.insertvalue %{name}_o, %{name}_d2[2] : {desc}",
+                  f"    %{name}_base = builtin.unrealized_conversion_cast %{name}_d3 : {desc} to memref<{work}>",
+                  (f"    %{name} = memref.reinterpret_cast %{name}_base to offset: [%zero_offset], "
+                   f"sizes: [{', '.join(dims)}], strides: [{', '.join(strides)}] : memref<{work}> to {mtype}")]
+    return lines
 
 
 def lanes(work: str) -> int:
@@ -85,7 +134,10 @@ def _kernel(work: str, mr: int, nr: int, packing: bool = False) -> str:
     accs = [(i, j) for i in range(mr) for j in range(nr // w)]
     acc_types = ", ".join([vt] * len(accs))
     consts = sorted({*range(DIMS), *range(mr), *(j * w for j in range(nr // w))})
-    lines = [f"  func.func @{name(work, mr, nr, packing)}(%a: {ta}, %b: {tb}, %c: {tb}, %zero: i1, %relu: i1) {{"]
+    header = f"@{name(work, mr, nr, packing)}(%pa: i64, %pb: i64, %pc: i64, %shape: i64, %zero: i1, %relu: i1)"
+    lines = [f"  func.func {header} {{"]
+    lines += _views(work, "shape", [("a", "pa", ta, False), ("b", "pb", tb, True), ("c", "pc", tb, True)],
+                    ["?"] * (DIMS - 2) + [str(mr), str(nr)])
     lines += [f"    %i{k} = arith.constant {k} : index" for k in consts]
     lines.append(f"    %zeros = arith.constant dense<0.0> : {vt}")
     lines += [f"    %n{d} = memref.dim %c, %i{d} : {tb}" for d in range(P + R)]
@@ -183,6 +235,8 @@ def _pack(work: str, nr: int) -> str:
     copy = "\n".join(f"          %v{j} = vector.load %src[%b, %p, %k, %o{j}] : {t}, {vt}\n"
                      f"          vector.store %v{j}, %dst[%b, %p, %k, %o{j}] : {t}, {vt}" for j in range(nr // w))
     offsets = "\n".join(f"    %o{j} = arith.constant {j * w} : index" for j in range(nr // w))
+    views = "\n".join(_views(work, "shape", [("src", "psrc", t, True), ("dst", "pdst", t, True)],
+                             ["?"] * 3 + [str(nr)]))
     return f"""  func.func private @{pack_name(work, nr)}_rows(%src: {t}, %dst: {t}, %b: index, %kb: index) {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -201,7 +255,8 @@ def _pack(work: str, nr: int) -> str:
     }}
     return
   }}
-  func.func @{pack_name(work, nr)}(%src: {t}, %dst: {t}, %parallel: i1) {{
+  func.func @{pack_name(work, nr)}(%psrc: i64, %pdst: i64, %shape: i64, %parallel: i1) {{
+{views}
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index
