@@ -602,3 +602,54 @@ def _declare(module: ir.Module, name: str, types: list[ir.Type]) -> None:
             return
     with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown():
         func.FuncOp(name, ir.FunctionType.get(types, []), visibility="private")
+
+
+# What a kernel that only calls the library holds besides the calls: loops, index arithmetic, views and the
+# `shape` arrays' stores (`_call_only`).
+_GLUE_OPS = frozenset({
+    "func.return", "scf.for", "scf.forall", "scf.forall.in_parallel", "scf.parallel", "scf.reduce", "scf.yield",
+    "scf.if", "affine.apply", "affine.min", "affine.max", "memref.subview", "memref.extract_strided_metadata",
+    "memref.extract_aligned_pointer_as_index", "memref.get_global", "memref.dim", "memref.reinterpret_cast",
+    "memref.cast", "memref.collapse_shape", "memref.expand_shape", "builtin.unrealized_conversion_cast"})
+
+
+def _call_only(kernel: ir.Operation) -> bool:
+    """Whether `kernel` calls library kernels and does nothing else but index arithmetic around the calls
+    (`_GLUE_OPS`, integer `arith` ops, stores of integers: a `shape` array)."""
+    calls = 0
+
+    def integer(v: ir.Value) -> bool:
+        return isinstance(v.type, (ir.IntegerType, ir.IndexType))
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal calls
+        if op == kernel or op.name in _GLUE_OPS:
+            return ir.WalkResult.ADVANCE
+        if op.name in ("func.call", "call") and ir.FlatSymbolRefAttr(op.attributes["callee"]).value.startswith(
+                contraction_library.PREFIX):
+            calls += 1
+            return ir.WalkResult.ADVANCE
+        if ((op.name.startswith("arith.") and all(integer(r) for r in op.results))
+                or (op.name == "memref.store" and integer(op.operands[0]))):
+            return ir.WalkResult.ADVANCE
+        calls = -1
+        return ir.WalkResult.INTERRUPT
+
+    kernel.walk(visit)
+    return calls > 0
+
+
+def unoptimized_callers(module: ir.Module) -> None:
+    """Have LLVM compile the kernels that only call the library (`_call_only`: a contraction's block loops, a
+    packing) without optimizing them (`optnone`, beside their `noinline`), as the entry's glue is
+    (`lower_to_llvm._unoptimized`). LLVM's -O2 pipeline and instruction selection of such a kernel and of
+    its OpenMP-outlined body (which inherits the attribute) were half of a one-dot module's LLVM time
+    (matmul_512: 10.6 -> 5.3 ms), for loops that run a few hundred times around calls of thousands of FMAs
+    each."""
+    from hlo_mlir.passes.outline_kernels import kernels
+
+    with module.context:
+        for kernel, _ in kernels(module):
+            if _call_only(kernel):
+                kernel.attributes["passthrough"] = ir.ArrayAttr.get(
+                    [ir.StringAttr.get("noinline"), ir.StringAttr.get("optnone")])

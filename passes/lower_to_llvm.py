@@ -229,6 +229,7 @@ def _unoptimized(f: ir.Operation) -> None:
 def to_llvm(module: ir.Module) -> ir.Module:
     """Loops on memrefs -> LLVM dialect (in place); the entry function is its own C interface (`_c_interface`),
     kernels get the descriptors of their pointer arguments (`outline_kernels.expand_pointer_arguments`)."""
+    contraction_kernels.unoptimized_callers(module)
     with module.context:
         for op in module.body.operations:
             if op.operation.name == "func.func" and C_INTERFACE in op.operation.attributes:
