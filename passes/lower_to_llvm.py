@@ -16,6 +16,7 @@ from mlir.passmanager import PassManager
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.passes import (contraction_kernels, fusion_limit, linalg_fast_math, linalg_recompute, linalg_schedules,
                              outline_kernels, parallelize, tile_transposes, widen_i1_memrefs)
+from hlo_mlir.passes import unoptimized_kernels
 from hlo_mlir.passes.fast_math import ldexp
 
 if TYPE_CHECKING:
@@ -230,6 +231,7 @@ def to_llvm(module: ir.Module) -> ir.Module:
     """Loops on memrefs -> LLVM dialect (in place); the entry function is its own C interface (`_c_interface`),
     kernels get the descriptors of their pointer arguments (`outline_kernels.expand_pointer_arguments`)."""
     contraction_kernels.unoptimized_callers(module)
+    unoptimized_kernels.apply(module)
     with module.context:
         for op in module.body.operations:
             if op.operation.name == "func.func" and C_INTERFACE in op.operation.attributes:
