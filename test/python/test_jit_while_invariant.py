@@ -136,3 +136,11 @@ ENTRY e {{
 }}
 """
     check(text, H, W, X)
+
+
+def test_one_value_handed_on_twice_and_read_after() -> None:
+    """`w` is both state elements handed on: two iteration arguments on one buffer, both read after the loop."""
+    check(_entry("(f32[8], f32[8], f32[8], f32[8]) tuple(s, a, b, c)", init="tuple(z, h, w, w)",
+                 extra="  a = f32[8] get-tuple-element(l), index=2\n  b = f32[8] get-tuple-element(l), index=3\n"
+                       "  c = f32[8] get-tuple-element(l), index=1\n  s = f32[8] add(a, b)\n"),
+          H, W, X)
