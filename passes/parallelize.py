@@ -154,6 +154,21 @@ def _in_bounds(kernel: ir.Operation) -> None:
         op.attributes["in_bounds"] = ir.ArrayAttr.get([ir.BoolAttr.get(True)] * rank)
 
 
+def _tiled(kernel: ir.Operation) -> bool:
+    """A schedule or `row_fusion` already made the kernel an `scf.forall` over tiles: its inner loops stay
+    sequential (a nested parallel loop would be a nested OpenMP region per tile)."""
+    found = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "scf.forall":
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    kernel.walk(visit)
+    return bool(found)
+
+
 def pass_managers() -> tuple[PassManager, PassManager]:
     """`kernel_work`'s pass managers (in the current context), not verifying: the module is verified once
     after them, as `lower_to_llvm._run` does."""
@@ -166,7 +181,7 @@ def pass_managers() -> tuple[PassManager, PassManager]:
 def kernel_work(kernel: ir.Operation, elements: int, managers: tuple[PassManager, PassManager]) -> None:
     """A parallel outer loop for `kernel` when it is big (`elements`), and vectors where safe (in place)."""
     parallel, vectorize = managers
-    if elements >= MIN_ELEMENTS:
+    if elements >= MIN_ELEMENTS and not _tiled(kernel):
         parallel.run(kernel)
     if _vectorizable(kernel):
         vectorize.run(kernel)
