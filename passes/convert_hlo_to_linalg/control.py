@@ -61,6 +61,31 @@ def _aliases_other(v: ir.Value, arg: ir.BlockArgument, block: ir.Block) -> bool:
     return isinstance(v, ir.BlockArgument) and v.owner == block and v.arg_number != arg.arg_number
 
 
+def _branch_results(values: list[ir.Value]) -> list[ir.Value]:
+    """What a branch yields: a result a linalg.generic of the branch computes into a new tensor is a buffer
+    of its own already, yielded as it is (a conditional in a scan's while body copied its 16 KB result each
+    iteration, then again into the loop's state); anything else (an operand, a view, a value yielded twice,
+    a generic only moving data, which canonicalization may fold into its operand) is copied (`_fresh`)."""
+    out: list[ir.Value] = []
+    for v in values:
+        out.append(v if _computed_afresh(v) and not any(v == w for w in out) else _fresh([v])[0])
+    return out
+
+
+def _computed_afresh(v: ir.Value) -> bool:
+    """Whether `v` is a result of a linalg.generic whose outputs (inits) are all `tensor.empty` results and
+    whose body yields computed values, not its block arguments."""
+    if not isinstance(v, ir.OpResult) or v.owner.name != "linalg.generic":
+        return False
+    op = v.owner
+    operands = list(op.operands)
+    inits = operands[len(operands) - list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[-1]:]
+    body = op.regions[0].blocks[0]
+    terminator = body.operations[len(body.operations) - 1]
+    return (bool(inits) and all(isinstance(i, ir.OpResult) and i.owner.name == "tensor.empty" for i in inits)
+            and not any(isinstance(y, ir.BlockArgument) for y in terminator.operands))
+
+
 def _fresh(values: list[ir.Value]) -> list[ir.Value]:
     """Copies of `values` in buffers of their own.
 
@@ -82,12 +107,12 @@ def conditional(rw: Rewriter) -> list[ir.Value]:
         blocks = [switch.case_block(i) for i in range(len(branches) - 1)] + [switch.default_block]
         for k, (block, name) in enumerate(zip(blocks, branches)):
             with ir.InsertionPoint(block):
-                scf.YieldOp(_fresh(rw.inline(name, rw.operand_leaves(1 + k))))
+                scf.YieldOp(_branch_results(rw.inline(name, rw.operand_leaves(1 + k))))
         return list(switch.results)
     op = scf.IfOp(pred_load(selector), types, has_else=True)
     for block, name, k in ((op.then_block, "true_computation", 1), (op.else_block, "false_computation", 2)):
         with ir.InsertionPoint(block):
-            scf.YieldOp(_fresh(rw.inline(_name(rw.attrs[name]), rw.operand_leaves(k))))
+            scf.YieldOp(_branch_results(rw.inline(_name(rw.attrs[name]), rw.operand_leaves(k))))
     return list(op.results)
 
 
