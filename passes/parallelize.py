@@ -155,12 +155,13 @@ def _in_bounds(kernel: ir.Operation) -> None:
 
 
 def _tiled(kernel: ir.Operation) -> bool:
-    """A schedule or `row_fusion` already made the kernel an `scf.forall` over tiles: its inner loops stay
-    sequential (a nested parallel loop would be a nested OpenMP region per tile)."""
+    """The kernel is already a loop over tiles (a schedule's or `row_fusion`'s `scf.forall` on every core,
+    `row_fusion`'s sequential `scf.for` for a small group, a lowering's own `scf.for`): the affine loops
+    inside stay sequential, since a parallel loop there would fork and join the threads once per tile."""
     found = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "scf.forall":
+        if op.name in ("scf.forall", "scf.for"):
             found.append(op)
             return ir.WalkResult.INTERRUPT
         return ir.WalkResult.ADVANCE
