@@ -162,3 +162,16 @@ def test_layernorm(rows: int, cols: int, monkeypatch: pytest.MonkeyPatch) -> Non
     check(text, x, g, b, tol=1e-5, xla_tol=1e-5)
     unfused_equal(text, x, g, b, monkeypatch=monkeypatch)
     assert kernels(text) == 1
+
+
+def test_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With one thread a big group loops over its tiles with scf.for (its exponentials in a buffer of
+    their own instead of the output): the same bits as on every core."""
+    x = RNG.normal(0, 3, (1024, 512)).astype(np.float32)
+    text = softmax((1024, 512))
+    both = hlo_mlir.load(text).run(x, backend="jit")
+    monkeypatch.setenv("HLO_MLIR_NUM_THREADS", "1")
+    assert "scf.forall" not in lower_to_llvm.emit(hlo_mlir.load(text), "loops")
+    one = hlo_mlir.load(text)
+    compile_module(one, use_cache=False)
+    assert_outputs(one.run(x, backend="jit"), both)
