@@ -23,6 +23,7 @@ from mlir.dialects import func
 from mlir.dialects.transform import interpreter
 
 from hlo_mlir.diagnostics import HloError
+from hlo_mlir.dialects.edit import defining_op
 from hlo_mlir.passes import contraction_kernels, parallelize
 
 ROOT = "hlo_jit.row_root"  # on a group's root
@@ -35,11 +36,6 @@ MIN_ELEMENTS = 4096
 _ANY = "!transform.any_op"
 _OPS = ("linalg.generic", "linalg.fill")
 _CLONED = ("arith.constant", "tensor.empty")
-
-
-def _op(v: ir.Value) -> ir.Operation | None:
-    owner = v.owner
-    return owner.operation if isinstance(owner, ir.OpView) else owner if isinstance(owner, ir.Operation) else None
 
 
 def _static(op: ir.Operation) -> bool:
@@ -136,7 +132,7 @@ class _Group:
         i = 0
         while i < len(seen):
             for v in seen[i].operands:
-                p = _op(v)
+                p = defining_op(v)
                 if p is not None and p in block_ops and p not in seen and _candidate(p):
                     seen.append(p)
             i += 1
@@ -157,7 +153,7 @@ class _Group:
         while frontier:
             consumer = frontier.pop()
             for i, v in enumerate(consumer.operands):
-                p = _op(v)
+                p = defining_op(v)
                 if p is None or p not in members or p in kept or not self._edge(consumer, i, p):
                     continue
                 users = {u.owner.operation if isinstance(u.owner, ir.OpView) else u.owner for u in p.results[0].uses}
@@ -238,7 +234,8 @@ class _Isolated:
 
         for op in ops:
             op.walk(visit, ir.WalkOrder.PRE_ORDER)
-        cloned = [v for v in captured if (d := _op(v)) is not None and d.name in _CLONED and not len(d.operands)]
+        cloned = [v for v in captured
+                  if (d := defining_op(v)) is not None and d.name in _CLONED and not len(d.operands)]
         arguments = [v for v in captured if v not in cloned]
         result = root.results[0]
         with ir.InsertionPoint(module.body):
@@ -252,7 +249,7 @@ class _Isolated:
         mapping = dict(zip(arguments, entry.arguments))
         with ir.InsertionPoint(entry):
             for v in cloned:
-                mapping[v] = _op(v).clone().results[0]
+                mapping[v] = defining_op(v).clone().results[0]
             ret = func.ReturnOp([result])
         for op in ops:
             op.move_before(ret)
@@ -287,7 +284,7 @@ def _mark(module: ir.Module, threads: int) -> list[tuple[list[ir.Operation], lis
         kinds = _Kinds()
         reduced: set[ir.Operation] = set()  # candidates that are or read (through candidates) a reduction
         for op in block:
-            if _candidate(op) and ("reduction" in kinds[op] or any(_op(v) in reduced for v in op.operands)):
+            if _candidate(op) and ("reduction" in kinds[op] or any(defining_op(v) in reduced for v in op.operands)):
                 reduced.add(op)
         for op in reversed(block):
             if op in taken or op not in reduced or op.name != "linalg.generic" or "reduction" in kinds[op]:
