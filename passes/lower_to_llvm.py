@@ -16,7 +16,7 @@ from mlir.passmanager import PassManager
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.passes import (contraction_kernels, fusion_limit, linalg_fast_math, linalg_recompute, linalg_schedules,
                              outline_kernels, parallelize, row_fusion, tile_transposes, widen_i1_memrefs)
-from hlo_mlir.passes import unoptimized_kernels
+from hlo_mlir.passes import loop_state_in_place, multi_output_fusion, unoptimized_kernels
 from hlo_mlir.passes.fast_math import ldexp
 
 if TYPE_CHECKING:
@@ -119,6 +119,8 @@ def to_loops(module: ir.Module, profile: bool = False, threads: int = 0) -> ir.M
     _run(module, FUSE, "loops")
     fusion_limit.remove(module)
     row_fusion.apply(module, threads)
+    multi_output_fusion.apply(module)
+    loop_state_in_place.apply(module)
     _run(module, BUFFERS, "buffers")
     contraction_kernels.call(module)
     widen_i1_memrefs.apply(module)

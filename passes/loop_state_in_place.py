@@ -1,0 +1,86 @@
+"""Let the kernel that computes a while loop's new state write it into the loop's own buffer.
+
+The while lowering (`convert_hlo_to_linalg/control.py`) ends each iteration with
+`materialize_in_destination(new, arg)` for every state element the body changes: bufferization gives the
+generic computing `new` a fresh buffer (its output is a `tensor.empty`) and then copies it into the state.
+In JAX's threefry loop that was two 256 KB copies and two fresh 256 KB allocations (whose pages fault in
+on first touch) per iteration. `apply(module)` makes such a generic's output the state argument itself when
+that is safe to do in place: the generic reads `arg` only at the element it writes (identity maps) and
+nothing else reads `arg` after it. One-shot bufferization then writes the state in place, and the
+materialization has nothing left to copy. Where it still finds a conflict it copies, as before: the result
+never changes.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+
+def _op(v: ir.Value) -> ir.Operation | None:
+    owner = v.owner
+    return owner.operation if isinstance(owner, ir.OpView) else owner if isinstance(owner, ir.Operation) else None
+
+
+def _user(u: ir.OpOperand) -> ir.Operation:
+    owner = u.owner
+    return owner.operation if isinstance(owner, ir.OpView) else owner
+
+
+def _in_block(op: ir.Operation, block: ir.Block) -> ir.Operation | None:
+    """`op` or its ancestor directly in `block`, None if it is not inside `block`."""
+    while op is not None and op.block != block:
+        parent = op.parent
+        op = parent.operation if parent is not None and parent.operation.name != "builtin.module" else None
+    return op
+
+
+def _write_in_place(mat: ir.Operation, block: ir.Block) -> None:
+    """Make the generic computing `mat`'s source write into `mat`'s destination when safe (see module doc)."""
+    src, arg = mat.operands[0], mat.operands[1]
+    if not isinstance(arg, ir.BlockArgument) or arg.owner != block:
+        return
+    gen = _op(src)
+    if gen is None or gen.name != "linalg.generic" or gen.block != block:
+        return
+    if sum(1 for _ in src.uses) != 1:
+        return  # read elsewhere too: keep its own buffer
+    n_in = ir.DenseI32ArrayAttr(gen.attributes["operandSegmentSizes"])[0]
+    k = ir.OpResult(src).result_number
+    init = gen.operands[n_in + k]
+    if _op(init) is None or _op(init).name != "tensor.empty":
+        return
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(gen.attributes["indexing_maps"])]
+    identity = ir.AffineMap.get_identity(maps[0].n_dims) if maps else None
+    if maps[n_in + k] != identity:
+        return
+    if any(v == arg and maps[i] != identity for i, v in enumerate(list(gen.operands)[:n_in])):
+        return
+    if any(v == arg for v in list(gen.operands)[n_in:]):
+        return  # another output already writes into it
+    for u in arg.uses:
+        user = _in_block(_user(u), block)
+        if user is None or user == gen or user == mat:
+            continue
+        if not user.is_before_in_block(gen):
+            return  # read after the generic would have overwritten it
+    gen.operands[n_in + k] = arg
+
+
+def apply(module: ir.Module) -> None:
+    """Write while-loop state updates in place (in place; on tensors, before bufferization)."""
+    loops: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "scf.while":
+            loops.append(op)
+        return ir.WalkResult.ADVANCE
+
+    with module.context:
+        module.operation.walk(visit)
+        for loop in loops:
+            block = loop.regions[1].blocks[0]
+            terminator = block.operations[len(block.operations) - 1]
+            for v in terminator.operands:
+                mat = _op(v)
+                if mat is not None and mat.name == "bufferization.materialize_in_destination":
+                    _write_in_place(mat, block)
