@@ -24,38 +24,40 @@ from hlo_mlir.passes import contraction_kernels
 
 ATTR = "hlo_jit.schedule"
 
-_ANY = "!transform.any_op"
+ANY = "!transform.any_op"
 _VECTORIZED = f"""
-    %f = transform.structured.match ops{{["func.func"]}} in %root : ({_ANY}) -> {_ANY}
+    %f = transform.structured.match ops{{["func.func"]}} in %root : ({ANY}) -> {ANY}
     transform.apply_patterns to %f {{
       transform.apply_patterns.vector.reduction_to_contract
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.vector.drop_unit_dims_with_shape_cast
       transform.apply_patterns.canonicalization
-    }} : {_ANY}
-    %hoist = transform.structured.match ops{{["scf.for"]}} attributes {{hlo_jit.hoist}} in %root : ({_ANY}) -> {_ANY}
-    transform.loop.hoist_loop_invariant_subsets %hoist : {_ANY}
+    }} : {ANY}
+    %hoist = transform.structured.match ops{{["scf.for"]}} attributes {{hlo_jit.hoist}} in %root : ({ANY}) -> {ANY}
+    transform.loop.hoist_loop_invariant_subsets %hoist : {ANY}
 """
 _LOWER = f"""
-    %f = transform.structured.match ops{{["func.func"]}} in %root : ({_ANY}) -> {_ANY}
+    %f = transform.structured.match ops{{["func.func"]}} in %root : ({ANY}) -> {ANY}
     transform.apply_patterns to %f {{
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
       transform.apply_patterns.vector.lower_outerproduct
       transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_16x16"
       transform.apply_patterns.canonicalization
-    }} : {_ANY}
+    }} : {ANY}
 """
 
 
-def _run_script(module: ir.Module, body: str) -> None:
+def run_script(module: ir.Module, body: str, what: str = "tiling/vectorization schedule") -> None:
+    """Run transform-dialect `body` (ops of `@__transform_main(%root)`, %root the module) on `module`; a
+    failure is an HloError naming `what` failed."""
     script = ("module attributes {transform.with_named_sequence} {\n"
-              f"  transform.named_sequence @__transform_main(%root: {_ANY} {{transform.readonly}}) {{\n"
+              f"  transform.named_sequence @__transform_main(%root: {ANY} {{transform.readonly}}) {{\n"
               f"{body}    transform.yield\n  }}\n}}\n")
     tm = ir.Module.parse(script)
     try:
         interpreter.apply_named_sequence(module.operation, tm.body.operations[0], tm)
     except (ir.MLIRError, ValueError) as e:
-        raise HloError(f"jit: tiling/vectorization schedule failed: {e}") from None
+        raise HloError(f"jit: {what} failed: {e}") from None
 
 
 @dataclass(frozen=True)
@@ -93,9 +95,9 @@ def _tile(handle: str, level: Tiling, name: str) -> tuple[str, list[str], str]:
     loops = 1 if level.forall else sum(1 for s in level.sizes if s)
     sizes = ", ".join(str(s) for s in level.sizes)
     inter = f" interchange = [{', '.join(str(i) for i in level.interchange)}]" if level.interchange else ""
-    outs = ", ".join([_ANY] * (loops + 1))
+    outs = ", ".join([ANY] * (loops + 1))
     kind = "tile_using_forall" if level.forall else "tile_using_for"
-    text = f"    {name}, {name}_l:{loops} = transform.structured.{kind} {handle} tile_sizes [{sizes}]{inter} : ({_ANY}) -> ({outs})\n"
+    text = f"    {name}, {name}_l:{loops} = transform.structured.{kind} {handle} tile_sizes [{sizes}]{inter} : ({ANY}) -> ({outs})\n"
     return name, [f"{name}_l#{i}" for i in range(loops)], text
 
 
@@ -105,29 +107,29 @@ def _op_script(i: int, levels: list[Tiling], fill: int | None, sums: set[int] | 
     With `sums` (its reduction loops) the levels are only tiled, for a library kernel, and the loops over
     blocks of the sums are marked `contraction_kernels.SUMS`."""
     h = f"%op{i}"
-    text = f"    {h} = transform.structured.match attributes {{hlo_jit.sched{i}}} in %root : ({_ANY}) -> {_ANY}\n"
+    text = f"    {h} = transform.structured.match attributes {{hlo_jit.sched{i}}} in %root : ({ANY}) -> {ANY}\n"
     if fill is not None:
-        text += f"    %fill{i} = transform.get_producer_of_operand {h}[{fill}] : ({_ANY}) -> {_ANY}\n"
+        text += f"    %fill{i} = transform.get_producer_of_operand {h}[{fill}] : ({ANY}) -> {ANY}\n"
     loops: list[str] = []
     for j, level in enumerate(levels):
         h, loops, t = _tile(h, level, f"%t{i}_{j}")
         text += t
         if j == 0 and level.forall and fill is not None:
             text += (f"    transform.structured.fuse_into_containing_op %fill{i} into {loops[0]} "
-                     f": ({_ANY}, {_ANY}) -> ({_ANY}, {_ANY})\n")
+                     f": ({ANY}, {ANY}) -> ({ANY}, {ANY})\n")
         if sums is not None and not level.forall:
             tiled = [d for d in (level.interchange or range(len(level.sizes))) if level.sizes[d]]
-            text += "".join(f'    transform.annotate {loop} "{contraction_kernels.SUMS}" : {_ANY}\n'
+            text += "".join(f'    transform.annotate {loop} "{contraction_kernels.SUMS}" : {ANY}\n'
                             for loop, d in zip(loops, tiled) if d in sums)
     if sums is not None:
         return text
     for loop in loops:
-        text += f'    transform.annotate {loop} "hlo_jit.hoist" : {_ANY}\n'
+        text += f'    transform.annotate {loop} "hlo_jit.hoist" : {ANY}\n'
     inner = loops[-1]
     text += (f"    transform.apply_patterns to {inner} {{\n"
-             f"      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices\n    }} : {_ANY}\n"
-             f'    %v{i} = transform.structured.match ops{{["linalg.generic"]}} in {inner} : ({_ANY}) -> {_ANY}\n'
-             f"    transform.structured.vectorize %v{i} : {_ANY}\n")
+             f"      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices\n    }} : {ANY}\n"
+             f'    %v{i} = transform.structured.match ops{{["linalg.generic"]}} in {inner} : ({ANY}) -> {ANY}\n'
+             f"    transform.structured.vectorize %v{i} : {ANY}\n")
     return text
 
 
@@ -175,14 +177,14 @@ def apply(module: ir.Module) -> None:
             op.attributes[f"hlo_jit.sched{i}"] = ir.UnitAttr.get()
         if not vectorized:  # library blocks and packings only: no vector code to clean up and lower
             if body:
-                _run_script(module, body)
+                run_script(module, body)
             contraction_kernels.fusion_barriers(module)
             return
-        _run_script(module, body + _VECTORIZED)
+        run_script(module, body + _VECTORIZED)
         contraction_kernels.fusion_barriers(module)
         _broadcast_rows(module)
         _fuse_multiply_adds(module)
-        _run_script(module, _LOWER)
+        run_script(module, _LOWER)
 
 
 def _owner(v: ir.Value) -> ir.Operation | None:

@@ -20,11 +20,10 @@ import math
 
 from mlir import ir
 from mlir.dialects import func
-from mlir.dialects.transform import interpreter
 
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects.edit import defining_op
-from hlo_mlir.passes import contraction_kernels, parallelize
+from hlo_mlir.passes import contraction_kernels, linalg_schedules, parallelize
 
 ROOT = "hlo_jit.row_root"  # on a group's root
 MEMBER = "hlo_jit.row_member"  # on the other ops of a group, n: fused in n's order (consumers first)
@@ -33,7 +32,7 @@ TILE_ELEMENTS = 8192  # a tile's elements per op: 32 KB of f32, the L1 data cach
 # Smaller groups run in microseconds whether fused or not (small_transformer's eight groups of 2,048
 # elements: 0.183 against 0.177 ms a run) while fusing costs 1-3 ms of compile time per group.
 MIN_ELEMENTS = 4096
-_ANY = "!transform.any_op"
+_ANY = linalg_schedules.ANY
 _OPS = ("linalg.generic", "linalg.fill")
 _CLONED = ("arith.constant", "tensor.empty")
 
@@ -314,14 +313,7 @@ def apply(module: ir.Module, threads: int = 0) -> None:
         with ir.Location.unknown():
             isolated = [_Isolated(module, ops, g) for g, (ops, _, _) in enumerate(groups)]
         plan = [(g, sizes, forall, list(range(len(ops) - 1))) for g, (ops, sizes, forall) in enumerate(groups)]
-        script = ("module attributes {transform.with_named_sequence} {\n"
-                  f"  transform.named_sequence @__transform_main(%root: {_ANY} {{transform.readonly}}) {{\n"
-                  f"{_script(plan)}    transform.yield\n  }}\n}}\n")
-        tm = ir.Module.parse(script)
-        try:
-            interpreter.apply_named_sequence(module.operation, tm.body.operations[0], tm)
-        except (ir.MLIRError, ValueError) as e:
-            raise HloError(f"jit: row fusion failed: {e}") from None
+        linalg_schedules.run_script(module, _script(plan), "row fusion")
         for group in isolated:
             for op in group.function.regions[0].blocks[0].operations:
                 if MEMBER in op.operation.attributes:
