@@ -9,6 +9,10 @@ that is safe to do in place: the generic reads `arg` only at the element it writ
 nothing else reads `arg` after it. One-shot bufferization then writes the state in place, and the
 materialization has nothing left to copy. Where it still finds a conflict it copies, as before: the result
 never changes.
+
+The loop also starts on copies of its operands (an operand may be read after the loop). An operand that a
+generic computes into a new tensor for the loop alone (its only use is that copy) is a buffer of its own
+already: the loop takes it as it is (`_own_operands`), which saved jax_random two more 256 KB copies.
 """
 
 from __future__ import annotations
@@ -66,6 +70,25 @@ def _write_in_place(mat: ir.Operation, block: ir.Block) -> None:
     gen.operands[n_in + k] = arg
 
 
+def _own_operands(loop: ir.Operation) -> None:
+    """Hand the loop a fresh generic result in place of the copy of it that nothing else reads."""
+    for i, v in enumerate(loop.operands):
+        copy = _op(v)
+        if copy is None or copy.name != "bufferization.alloc_tensor" or len(copy.operands) != 1:
+            continue
+        if sum(1 for _ in v.uses) != 1:
+            continue
+        src = copy.operands[0]
+        gen = _op(src)
+        if gen is None or gen.name != "linalg.generic" or sum(1 for _ in src.uses) != 1:
+            continue
+        n_in = ir.DenseI32ArrayAttr(gen.attributes["operandSegmentSizes"])[0]
+        if not all(_op(init) is not None and _op(init).name == "tensor.empty" for init in list(gen.operands)[n_in:]):
+            continue
+        loop.operands[i] = src
+        copy.erase()
+
+
 def apply(module: ir.Module) -> None:
     """Write while-loop state updates in place (in place; on tensors, before bufferization)."""
     loops: list[ir.Operation] = []
@@ -78,6 +101,7 @@ def apply(module: ir.Module) -> None:
     with module.context:
         module.operation.walk(visit)
         for loop in loops:
+            _own_operands(loop)
             block = loop.regions[1].blocks[0]
             terminator = block.operations[len(block.operations) - 1]
             for v in terminator.operands:

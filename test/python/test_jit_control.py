@@ -352,6 +352,16 @@ ENTRY e {
         "x2 = u32[64] add(x, x)", "x2 = u32[64] add(y, y)").replace("y2 = u32[64] multiply(y, c)",
                                                                     "y2 = u32[64] xor(x, y)")
     check(swap, x, (x * 3).astype(np.uint32))
+    # Loop operands computed in the entry: taken as they are, or copied when also read after the loop.
+    computed = text.replace("  t = (s32[], u32[64], f32[64]) tuple(z, x, y)\n",
+                            "  x3 = u32[64] multiply(x, x)\n  y3 = f32[64] negate(y)\n"
+                            "  t = (s32[], u32[64], f32[64]) tuple(z, x3, y3)\n")
+    check(computed, x, y)
+    after = computed.replace("  ROOT w = (s32[], u32[64], f32[64]) while(t), condition=cond, body=body",
+                             "  w = (s32[], u32[64], f32[64]) while(t), condition=cond, body=body\n"
+                             "  w1 = u32[64] get-tuple-element(w), index=1\n"
+                             "  ROOT r = (u32[64], u32[64]) tuple(w1, x3)")
+    check(after, x, y)
 
 
 def test_multi_output_fusion_dag(monkeypatch: pytest.MonkeyPatch) -> None:
