@@ -79,8 +79,6 @@ __all__ = ["RULES", "Converter", "convert", "rule"]
 
 def convert(module: "Module", text: str | None = None) -> ir.Module:
     """Lower `module` (left unchanged) to func/linalg/tensor/arith/math; raises HloError (`jit: ...`)."""
-    from hlo_mlir.verifier import verify_module
-
-    verify_module(module)  # the rules assume well-formed ops, even when the user loaded with --no-verify
+    module.verify_once()  # the rules assume well-formed ops, even when the user loaded with --no-verify
     with module.context, ir.Location.unknown():
         return Converter(module.mlir, module.filename, text).convert()

@@ -109,6 +109,22 @@ def element_mlir_type(et: ElementType) -> ir.Type:
     return ir.Type.parse(f"i{m.group(1)}" if m else text)
 
 
+def fill(scalar: ir.Value, init: ir.Value) -> ir.Value:
+    """`linalg.fill` of `init` with `scalar`, as `linalg.fill(scalar, outs=[init])` builds it: the OpDSL
+    builder re-derives the op from its definition on every call (~50 instead of ~5 us)."""
+    op = linalg.FillOp([init.type], [scalar], [init])
+    linalg.fill_builtin_region(op.operation)
+    return op.result
+
+
+def copy(x: ir.Value, init: ir.Value) -> ir.Value:
+    """`linalg.copy` of `x` into `init`, as `linalg.copy(x, outs=[init])` builds it (see `fill`)."""
+    op = linalg.CopyOp([init.type], [x], [init])
+    op.attributes["cast"] = ir.Attribute.parse("#linalg.type_fn<cast_signed>")
+    linalg.fill_builtin_region(op.operation)
+    return op.result
+
+
 def pred_store(x: ir.Value) -> ir.Value:
     """i1 -> the i8 0/1 that pred tensors hold."""
     return arith.extui(ir.IntegerType.get_signless(8), x)
@@ -352,8 +368,7 @@ class Rewriter:
 
     def filled(self, shape: Sequence[int], scalar: ir.Value) -> ir.Value:
         """A tensor of `shape` holding `scalar` everywhere."""
-        init = self.empty(shape, scalar.type)
-        return linalg.fill(scalar, outs=[init])
+        return fill(scalar, self.empty(shape, scalar.type))
 
     def generic(
         self,

@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from mlir import ir
-from mlir.dialects import arith, linalg, tensor
+from mlir.dialects import arith, tensor
 
-from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, rule
+from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, copy, rule
 from hlo_mlir.types import ElementType
 
 def index_i64(rw: Rewriter, v: ir.Value, et: ElementType) -> ir.Value:
@@ -86,7 +86,7 @@ def dynamic_update_slice(rw: Rewriter) -> list[ir.Value]:
     dyn = [ir.ShapedType.get_dynamic_stride_or_offset()] * rank
     part_t = ir.RankedTensorType.get(sizes, ir.RankedTensorType(x.type).element_type)
     part = tensor.ExtractSliceOp(part_t, x, starts, [], [], dyn, sizes, [1] * rank).result
-    copied = linalg.copy(upd, outs=[part])
+    copied = copy(upd, part)
     return [tensor.InsertSliceOp(copied, x, starts, [], [], dyn, sizes, [1] * rank).result]
 
 

@@ -24,11 +24,11 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from mlir import ir
-from mlir.dialects import arith, linalg, tensor
+from mlir.dialects import arith, tensor
 
 from hlo_mlir.passes.contraction_kernels import PACKING
 from hlo_mlir.passes.contraction_library import packing_tiles
-from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter
+from hlo_mlir.passes.convert_hlo_to_linalg.core import Rewriter, copy
 from hlo_mlir.passes.linalg_schedules import Tiling, mark
 
 Load = Callable[[ir.Value], ir.Value]
@@ -85,7 +85,7 @@ def pad_to(rw: Rewriter, x: ir.Value, shape: Sequence[int], low: Sequence[int] |
     n = len(src)
     offs = list(low) if low is not None else [0] * n
     part = tensor.ExtractSliceOp(ir.RankedTensorType.get(src, et), zeros, [], [], [], offs, src, [1] * n).result
-    copied = linalg.copy(x, outs=[part])
+    copied = copy(x, part)
     return tensor.InsertSliceOp(copied, zeros, [], [], [], offs, src, [1] * n).result
 
 
@@ -98,7 +98,7 @@ def crop(rw: Rewriter, x: ir.Value, shape: Sequence[int]) -> ir.Value:
     n = len(shape)
     part = tensor.ExtractSliceOp(ir.RankedTensorType.get(list(shape), et), x, [], [], [], [0] * n, list(shape),
                                  [1] * n).result
-    return linalg.copy(part, outs=[rw.empty(shape, et)])
+    return copy(part, rw.empty(shape, et))
 
 
 def expand(x: ir.Value, shape: Sequence[int], groups: Sequence[Sequence[int]]) -> ir.Value:

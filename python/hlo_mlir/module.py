@@ -30,6 +30,7 @@ class Module:
         self.source = source  # the text it was read from, for diagnostics' source lines
         self._compiled: dict = {}  # the JIT's builds of this module by options (`runtime.jit.compile_module`)
         self._values_checked = False  # no elided constants (checked before the first run)
+        self._verified = False  # the shape rules held at the last `verify` and nothing changed since
         self.rng_seed = 0  # the seed of the `rng` instructions' streams (`seed_rng`)
         self.rng_streams: dict = {}  # (backend, device) -> their `interpreter.ops_rng.Streams` so far
 
@@ -37,6 +38,7 @@ class Module:
         """Forget the compiled code after changing `self.mlir` in place (`passes.apply` does this)."""
         self._compiled = {}
         self._values_checked = False
+        self._verified = False
 
     def seed_rng(self, seed: int) -> None:
         """Restart the streams of the module's `rng` instructions from `seed` (both backends draw the same
@@ -78,6 +80,13 @@ class Module:
         from hlo_mlir.verifier import verify_module
 
         verify_module(self)
+        self._verified = True
+
+    def verify_once(self) -> None:
+        """`verify` unless it passed since the last change (`invalidate`): the JIT's conversion checks what
+        `load` already checked only for modules loaded with verify=False or changed since."""
+        if not self._verified:
+            self.verify()
 
     def to_hlo(self) -> str:
         with self.context:
