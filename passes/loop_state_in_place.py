@@ -17,6 +17,7 @@ already: the loop takes it as it is (`_own_operands`), which saved jax_random tw
 
 from __future__ import annotations
 
+from hlo_mlir.passes.multi_output_fusion import blocks_outside_bodies
 from mlir import ir
 
 
@@ -91,20 +92,13 @@ def _own_operands(loop: ir.Operation) -> None:
 
 def apply(module: ir.Module) -> None:
     """Write while-loop state updates in place (in place; on tensors, before bufferization)."""
-    loops: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "scf.while":
-            loops.append(op)
-        return ir.WalkResult.ADVANCE
-
     with module.context:
-        module.operation.walk(visit)
-        for loop in loops:
-            _own_operands(loop)
-            block = loop.regions[1].blocks[0]
-            terminator = block.operations[len(block.operations) - 1]
-            for v in terminator.operands:
-                mat = _op(v)
-                if mat is not None and mat.name == "bufferization.materialize_in_destination":
-                    _write_in_place(mat, block)
+        for block in blocks_outside_bodies(module.operation):
+            for loop in [o.operation for o in block.operations if o.operation.name == "scf.while"]:
+                _own_operands(loop)
+                body = loop.regions[1].blocks[0]
+                terminator = body.operations[len(body.operations) - 1]
+                for v in terminator.operands:
+                    mat = _op(v)
+                    if mat is not None and mat.name == "bufferization.materialize_in_destination":
+                        _write_in_place(mat, body)
