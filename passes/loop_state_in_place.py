@@ -64,6 +64,8 @@ def _write_in_place(mat: ir.Operation, block: ir.Block) -> None:
         return  # another output already writes into it
     for u in arg.uses:
         user = _in_block(_user(u), block)
+        if user == gen and _user(u) != gen:
+            return  # read inside the generic's body, at any element (a gather)
         if user is None or user == gen or user == mat:
             continue
         if not user.is_before_in_block(gen):

@@ -122,11 +122,13 @@ def _try_fuse(c: _Generic, p: _Generic) -> _Generic | None:
     work = len(p.body) + len(c.body) - 2
     if work > fusion_limit.MAX_BODY_OPS:
         return None
+    block = c.op.block
+    if any(_op_of_use(u) != c.op and _ancestor_in(_op_of_use(u), block) == c.op for r in p_results for u in r.uses):
+        return None  # c's body reads p's result at other elements (a gather's tensor.extract)
     kept = [k for k, r in enumerate(p_results)
             if any(_op_of_use(u) != c.op for u in r.uses)]
     # Where the merged op goes: at c, if every other reader of p comes after c; else at p, if everything c
     # reads is available there.
-    block = c.op.block
     later = all(_ancestor_in(_op_of_use(u), block) != c.op and
                 c.op.is_before_in_block(_ancestor_in(_op_of_use(u), block))
                 for k in kept for u in p_results[k].uses if _op_of_use(u) != c.op)

@@ -398,3 +398,45 @@ ENTRY e {
     unfused = compile_module(load(text), use_cache=False)(x, y)
     assert [a.tobytes() for a in fused] == [b.tobytes() for b in unfused]
     check(text, x, y, tol=1e-5)
+
+
+def test_gathers_read_the_state_and_the_producer_elsewhere() -> None:
+    """A generic whose body reads a value at other elements (a gather fused into it) neither writes that
+    value's buffer (loop state) nor is merged with the value's producer: the results stay those of the
+    interpreter and XLA."""
+    gather = ("gather({x}, idx), offset_dims={{}}, collapsed_slice_dims={{0}}, start_index_map={{0}}, "
+              "index_vector_dim=1, slice_sizes={{1}}")
+    text = """HloModule m
+cond {
+  p = (s32[], u32[8]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], u32[8]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = u32[8] get-tuple-element(p), index=1
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  idx = s32[8,1] constant({{7}, {6}, {5}, {4}, {3}, {2}, {1}, {0}})
+  g = u32[8] """ + gather.format(x="x") + """
+  x2 = u32[8] add(x, g)
+  ROOT t = (s32[], u32[8]) tuple(i2, x2)
+}
+ENTRY e {
+  a = u32[8] parameter(0)
+  b = u32[8] parameter(1)
+  s = u32[8] xor(a, b)
+  idx = s32[8,1] constant({{1}, {0}, {3}, {2}, {5}, {4}, {7}, {6}})
+  g = u32[8] """ + gather.format(x="s") + """
+  c = u32[8] add(s, g)
+  z = s32[] constant(0)
+  t = (s32[], u32[8]) tuple(z, c)
+  w = (s32[], u32[8]) while(t), condition=cond, body=body
+  w1 = u32[8] get-tuple-element(w), index=1
+  ROOT r = (u32[8], u32[8]) tuple(w1, s)
+}
+"""
+    a = np.arange(8, dtype=np.uint32) * 1_000_003
+    check(text, a, (a * 7 + 1).astype(np.uint32))
