@@ -9,7 +9,8 @@ compiles such a DAG into one loop that writes several outputs (its multi-output 
 
 `apply(module)`, after elementwise fusion, merges a producer P into a consumer C when both are all-parallel
 linalg.generic ops over the same static loops, C reads P's results at the element it computes (identity
-maps, as do all outputs of both), no body reads its output arguments, and the merged body stays within
+maps, as do all outputs of both) and nowhere else (no gather in C's body reads them), no body reads its
+output arguments or holds regions, and the merged body stays within
 `fusion_limit.MAX_BODY_OPS`, and the merged body does not hold both a float multiply and a float add or
 subtract (`_contractible`: the FMAs LLVM forms could change, and the results with them; integer DAGs such as
 a PRNG's merge freely). The merged generic computes P's body, then C's on P's yielded scalars, and
