@@ -41,8 +41,9 @@ family is just a new file):
     index inside a body); `rw.empty(shape, t)`, `rw.filled(shape, scalar)`, `rw.constant(t, v)`.
     Indexing maps come from the indexing analysis where it gives plain affine maps
     (`elementwise.analysis_maps(rw)`, i.e. `hlo_mlir.analysis.linalg.generic_maps`): elementwise
-    ops, select/clamp with scalar operands, broadcast, transpose, reverse and slice use its maps;
-    other rules build theirs directly (`ir.AffineMap.get(rank, 0, exprs)`).
+    ops and select/clamp with scalar operands use its maps; broadcast, transpose, reverse and slice
+    write the analysis' maps down themselves (asking it costs ~0.2 ms an op; test_compile_front checks
+    they agree); other rules build theirs directly (`ir.AffineMap.get(rank, 0, exprs)`).
   * Unsupported construct: `raise rw.unsupported("what")` or `raise rw.error("message")` — an
     `HloError` `file:line:col: error: jit: ...` at the op. Never emit code that computes a wrong
     answer. Exceptions of type ValueError/TypeError/MLIRError escaping a rule are turned into such

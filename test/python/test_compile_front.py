@@ -61,3 +61,55 @@ def test_fill_and_copy_build_the_opdsl_ops(element: str) -> None:
             for ours, opdsl in pairs:
                 assert _generic_text(ours.owner) == _generic_text(opdsl.owner)
         module.operation.verify()
+
+
+MOVES = """HloModule moves
+ENTRY e {
+  a = f32[4,1,3] parameter(0)
+  s = f32[] parameter(1)
+  v = f32[3] parameter(2)
+  b0 = f32[2,4,1,3] broadcast(a), dimensions={1,2,3}
+  b1 = f32[4,5,3] broadcast(a), dimensions={0,1,2}
+  b2 = f32[6,5] broadcast(s), dimensions={}
+  b3 = f32[3,7] broadcast(v), dimensions={0}
+  b4 = f32[4,1,3] broadcast(a), dimensions={0,1,2}
+  t0 = f32[3,4,1] transpose(a), dimensions={2,0,1}
+  t1 = f32[1,3,4] transpose(a), dimensions={1,2,0}
+  r0 = f32[4,1,3] reverse(a), dimensions={0,2}
+  r1 = f32[4,1,3] reverse(a), dimensions={1}
+  l0 = f32[2,1,2] slice(a), slice={[1:4:2], [0:1], [1:3]}
+  l1 = f32[1,1,1] slice(a), slice={[3:4], [0:1], [2:3:5]}
+  l2 = f32[4,1,3] slice(a), slice={[0:4], [0:1], [0:3]}
+  ROOT out = (f32[2,4,1,3], f32[4,5,3], f32[6,5], f32[3,7], f32[4,1,3], f32[3,4,1], f32[1,3,4], f32[4,1,3],
+              f32[4,1,3], f32[2,1,2], f32[1,1,1], f32[4,1,3]) tuple(b0, b1, b2, b3, b4, t0, t1, r0, r1, l0, l1, l2)
+}
+"""
+
+
+@pytest.mark.parametrize("source", ["moves", "layernorm_4096x1024", "softmax_1024", "small_cnn", "gpt2_layer",
+                                    "mobilenetv2_blocks", "resnet_blocks"])
+def test_data_movement_maps_are_the_analysis_maps(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """broadcast/transpose/reverse/slice write their maps down instead of asking the indexing analysis: the
+    same maps (the analysis may also have none, e.g. for a slice reading a shorter range)."""
+    from pathlib import Path
+
+    from hlo_mlir.analysis.linalg import generic_maps
+    from hlo_mlir.passes.convert_hlo_to_linalg import shape_ops
+
+    text = MOVES if source == "moves" else (Path(__file__).parents[2] / "bench" / "models" / f"{source}.hlo").read_text()
+    module = hlo_mlir.load(text)
+    seen: list[tuple[str, str, str]] = []
+    original = shape_ops._move
+
+    def recording(rw, m):  # type: ignore[no-untyped-def]
+        g = generic_maps(rw.op, 0, context=rw.op.context)
+        if g is not None and len(g.operand_maps) == 1:
+            seen.append((rw.opcode, str(m), str(g.operand_maps[0])))
+        return original(rw, m)
+
+    monkeypatch.setattr(shape_ops, "_move", recording)
+    convert(module)
+    assert seen
+    assert [(op, ours) for op, ours, _ in seen] == [(op, theirs) for op, _, theirs in seen]
+    if source == "moves":
+        assert {op for op, _, _ in seen} == {"broadcast", "transpose", "reverse", "slice"}
