@@ -400,6 +400,20 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
     return owner.operation if hasattr(owner, "operation") else owner
 
 
+def user_op(use: ir.OpOperand) -> ir.Operation:
+    """The operation holding `use`."""
+    owner = use.owner
+    return owner.operation if isinstance(owner, ir.OpView) else owner
+
+
+def ancestor_in(op: ir.Operation | None, block: ir.Block) -> ir.Operation | None:
+    """`op`, or its ancestor that sits directly in `block`; None when `op` is not inside `block`."""
+    while op is not None and op.block != block:
+        parent = op.parent
+        op = parent.operation if parent is not None and parent.operation.name != "builtin.module" else None
+    return op
+
+
 def has_custom_layout(op: ir.Operation) -> bool:
     """The result's `hlo.shape` says more than its type and bounds: a layout other than the default
     (descending, untiled) one, or anything on a tuple. Shape rewrites may drop `hlo.shape`, which is

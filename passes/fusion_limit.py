@@ -19,16 +19,11 @@ import re
 from mlir import ir
 from mlir.dialects import func
 
+from hlo_mlir.dialects.edit import defining_op
+
 MAX_BODY_OPS = 256
 MAX_RECOMPUTED_OPS = 2  # a producer body of at most this many ops may be recomputed per reuse
 _PREFIX = "__hlo_fusion_barrier_"
-
-
-def _owner(v: ir.Value) -> ir.Operation | None:
-    owner = v.owner
-    if isinstance(owner, ir.Block):
-        return None
-    return owner.operation if isinstance(owner, ir.OpView) else owner
 
 
 def _body_size(op: ir.Operation) -> int:
@@ -63,7 +58,7 @@ def insert(module: ir.Module) -> None:
             producers = []
             maps = ir.ArrayAttr(op.attributes["indexing_maps"])
             for i, v in enumerate(op.operands):
-                p = _owner(v)
+                p = defining_op(v)
                 if p is None or p not in size or not _single_use(v):
                     continue
                 if size[p] > MAX_RECOMPUTED_OPS and _rereads(ir.AffineMapAttr(maps[i]).value):

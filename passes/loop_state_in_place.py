@@ -17,26 +17,9 @@ already: the loop takes it as it is (`_own_operands`), which saved jax_random tw
 
 from __future__ import annotations
 
+from hlo_mlir.dialects.edit import ancestor_in, defining_op, user_op
 from hlo_mlir.passes.multi_output_fusion import blocks_outside_bodies
 from mlir import ir
-
-
-def _op(v: ir.Value) -> ir.Operation | None:
-    owner = v.owner
-    return owner.operation if isinstance(owner, ir.OpView) else owner if isinstance(owner, ir.Operation) else None
-
-
-def _user(u: ir.OpOperand) -> ir.Operation:
-    owner = u.owner
-    return owner.operation if isinstance(owner, ir.OpView) else owner
-
-
-def _in_block(op: ir.Operation, block: ir.Block) -> ir.Operation | None:
-    """`op` or its ancestor directly in `block`, None if it is not inside `block`."""
-    while op is not None and op.block != block:
-        parent = op.parent
-        op = parent.operation if parent is not None and parent.operation.name != "builtin.module" else None
-    return op
 
 
 def _write_in_place(mat: ir.Operation, block: ir.Block) -> None:
@@ -44,7 +27,7 @@ def _write_in_place(mat: ir.Operation, block: ir.Block) -> None:
     src, arg = mat.operands[0], mat.operands[1]
     if not isinstance(arg, ir.BlockArgument) or arg.owner != block:
         return
-    gen = _op(src)
+    gen = defining_op(src)
     if gen is None or gen.name != "linalg.generic" or gen.block != block:
         return
     if sum(1 for _ in src.uses) != 1:
@@ -52,7 +35,7 @@ def _write_in_place(mat: ir.Operation, block: ir.Block) -> None:
     n_in = ir.DenseI32ArrayAttr(gen.attributes["operandSegmentSizes"])[0]
     k = ir.OpResult(src).result_number
     init = gen.operands[n_in + k]
-    if _op(init) is None or _op(init).name != "tensor.empty":
+    if (d := defining_op(init)) is None or d.name != "tensor.empty":
         return
     maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(gen.attributes["indexing_maps"])]
     identity = ir.AffineMap.get_identity(maps[0].n_dims) if maps else None
@@ -63,8 +46,8 @@ def _write_in_place(mat: ir.Operation, block: ir.Block) -> None:
     if any(v == arg for v in list(gen.operands)[n_in:]):
         return  # another output already writes into it
     for u in arg.uses:
-        user = _in_block(_user(u), block)
-        if user == gen and _user(u) != gen:
+        user = ancestor_in(user_op(u), block)
+        if user == gen and user_op(u) != gen:
             return  # read inside the generic's body, at any element (a gather)
         if user is None or user == gen or user == mat:
             continue
@@ -76,17 +59,18 @@ def _write_in_place(mat: ir.Operation, block: ir.Block) -> None:
 def _own_operands(loop: ir.Operation) -> None:
     """Hand the loop a fresh generic result in place of the copy of it that nothing else reads."""
     for i, v in enumerate(loop.operands):
-        copy = _op(v)
+        copy = defining_op(v)
         if copy is None or copy.name != "bufferization.alloc_tensor" or len(copy.operands) != 1:
             continue
         if sum(1 for _ in v.uses) != 1:
             continue
         src = copy.operands[0]
-        gen = _op(src)
+        gen = defining_op(src)
         if gen is None or gen.name != "linalg.generic" or sum(1 for _ in src.uses) != 1:
             continue
         n_in = ir.DenseI32ArrayAttr(gen.attributes["operandSegmentSizes"])[0]
-        if not all(_op(init) is not None and _op(init).name == "tensor.empty" for init in list(gen.operands)[n_in:]):
+        inits = list(gen.operands)[n_in:]
+        if not all((d := defining_op(init)) is not None and d.name == "tensor.empty" for init in inits):
             continue
         loop.operands[i] = src
         copy.erase()
@@ -101,6 +85,6 @@ def apply(module: ir.Module) -> None:
                 body = loop.regions[1].blocks[0]
                 terminator = body.operations[len(body.operations) - 1]
                 for v in terminator.operands:
-                    mat = _op(v)
+                    mat = defining_op(v)
                     if mat is not None and mat.name == "bufferization.materialize_in_destination":
                         _write_in_place(mat, body)

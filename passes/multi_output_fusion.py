@@ -22,14 +22,10 @@ from __future__ import annotations
 
 import functools
 
+from hlo_mlir.dialects.edit import ancestor_in, defining_op, user_op
 from hlo_mlir.passes import fusion_limit
 from mlir import ir
 from mlir.dialects import linalg, tensor
-
-
-def _op(v: ir.Value) -> ir.Operation | None:
-    owner = v.owner
-    return owner.operation if isinstance(owner, ir.OpView) else owner if isinstance(owner, ir.Operation) else None
 
 
 class _Generic:
@@ -74,18 +70,6 @@ class _Generic:
         return list(ir.RankedTensorType(self.op.results[0].type).shape)
 
 
-def _ancestor_in(op: ir.Operation, block: ir.Block) -> ir.Operation | None:
-    """`op` or the ancestor of it that sits directly in `block` (None if `op` is not inside `block`)."""
-    while op is not None:
-        if op.block == block:
-            return op
-        parent = op.parent
-        op = parent.operation if parent is not None else None
-        if op is not None and op.name == "builtin.module":
-            return None
-    return None
-
-
 def _captures(g: _Generic) -> list[ir.Value]:
     """Values the body of `g` reads from outside it (tensor.extract of a table, a loop's scalar)."""
     inside = {g.block}
@@ -93,7 +77,7 @@ def _captures(g: _Generic) -> list[ir.Value]:
     for o in g.body:
         for v in o.operands:
             owner = v.owner
-            home = owner if isinstance(owner, ir.Block) else _op(v).block
+            home = owner if isinstance(owner, ir.Block) else defining_op(v).block
             if home not in inside:
                 out.append(v)
     return out
@@ -104,7 +88,7 @@ def _defined_before(v: ir.Value, where: ir.Operation) -> bool:
     owner = v.owner
     if isinstance(owner, ir.Block):
         return True  # an argument of `where`'s block or of an enclosing one (bodies were inside)
-    d = _ancestor_in(_op(v), where.block)
+    d = ancestor_in(defining_op(v), where.block)
     return d is None or (d != where and d.is_before_in_block(where))
 
 
@@ -124,15 +108,15 @@ def _try_fuse(c: _Generic, p: _Generic) -> _Generic | None:
     if work > fusion_limit.MAX_BODY_OPS:
         return None
     block = c.op.block
-    if any(_op_of_use(u) != c.op and _ancestor_in(_op_of_use(u), block) == c.op for r in p_results for u in r.uses):
+    if any(user_op(u) != c.op and ancestor_in(user_op(u), block) == c.op for r in p_results for u in r.uses):
         return None  # c's body reads p's result at other elements (a gather's tensor.extract)
     kept = [k for k, r in enumerate(p_results)
-            if any(_op_of_use(u) != c.op for u in r.uses)]
+            if any(user_op(u) != c.op for u in r.uses)]
     # Where the merged op goes: at c, if every other reader of p comes after c; else at p, if everything c
     # reads is available there.
-    later = all(_ancestor_in(_op_of_use(u), block) != c.op and
-                c.op.is_before_in_block(_ancestor_in(_op_of_use(u), block))
-                for k in kept for u in p_results[k].uses if _op_of_use(u) != c.op)
+    later = all(ancestor_in(user_op(u), block) != c.op and
+                c.op.is_before_in_block(ancestor_in(user_op(u), block))
+                for k in kept for u in p_results[k].uses if user_op(u) != c.op)
     if later:
         where = c.op
     elif all(_defined_before(v, p.op) for v in [*c.inputs, *_captures(c)] if v not in p_results):
@@ -149,11 +133,6 @@ def _contractible(p: _Generic, c: _Generic) -> bool:
     contract: the merged loop could round differently from the two it replaces."""
     names = {o.name for o in p.body} | {o.name for o in c.body}
     return "arith.mulf" in names and bool(names & {"arith.addf", "arith.subf"})
-
-
-def _op_of_use(u: ir.OpOperand) -> ir.Operation:
-    owner = u.owner
-    return owner.operation if isinstance(owner, ir.OpView) else owner
 
 
 def _merge(c: _Generic, p: _Generic, reads: list[int], kept: list[int], where: ir.Operation) -> _Generic:
@@ -229,7 +208,7 @@ def _fuse_block(block: ir.Block) -> None:
         while changed:
             changed = False
             for v in c.inputs:
-                d = _op(v)
+                d = defining_op(v)
                 if d is None or d.name != "linalg.generic" or (len(d.results) == 1 and _single_use(d.results[0])):
                     continue  # elementwise fusion left it unfused on purpose (fusion_limit)
                 p = _Generic(d)

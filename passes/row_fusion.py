@@ -22,7 +22,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from hlo_mlir.diagnostics import HloError
-from hlo_mlir.dialects.edit import defining_op
+from hlo_mlir.dialects.edit import defining_op, user_op
 from hlo_mlir.passes import contraction_kernels, linalg_schedules, parallelize
 
 ROOT = "hlo_jit.row_root"  # on a group's root
@@ -155,7 +155,7 @@ class _Group:
                 p = defining_op(v)
                 if p is None or p not in members or p in kept or not self._edge(consumer, i, p):
                     continue
-                users = {u.owner.operation if isinstance(u.owner, ir.OpView) else u.owner for u in p.results[0].uses}
+                users = {user_op(u) for u in p.results[0].uses}
                 if all(u == self.root or u in members for u in users):
                     kept.add(p)
                     frontier.append(p)
