@@ -173,7 +173,7 @@ def kernel_locations(module: ir.Module) -> dict[str, list[str]]:
     return out
 
 
-C_INTERFACE = "llvm.emit_c_interface"
+C_INTERFACE = outline_kernels.C_INTERFACE
 C_PREFIX = "_mlir_ciface_"
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 
 from hlo_mlir.dialects.edit import ancestor_in, defining_op, user_op
-from hlo_mlir.passes import fusion_limit
+from hlo_mlir.passes import fusion_limit, unoptimized_kernels
 from mlir import ir
 from mlir.dialects import linalg, tensor
 
@@ -131,8 +131,7 @@ def _contractible(p: _Generic, c: _Generic) -> bool:
     contract a multiply into the add it feeds (an FMA, as XLA:CPU does) when the multiply has no other use;
     in one function LLVM also merges equal multiplies of the two bodies, which changes which of them
     contract: the merged loop could round differently from the two it replaces."""
-    names = {o.name for o in p.body} | {o.name for o in c.body}
-    return "arith.mulf" in names and bool(names & {"arith.addf", "arith.subf"})
+    return unoptimized_kernels.fma_contractible({o.name for o in p.body} | {o.name for o in c.body})
 
 
 def _merge(c: _Generic, p: _Generic, reads: list[int], kept: list[int], where: ir.Operation) -> _Generic:

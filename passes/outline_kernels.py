@@ -33,6 +33,7 @@ from hlo_mlir.dialects import location_text, source_locations
 
 KERNEL_ATTR = "hlo.locations"
 SITE_ATTR = "hlo.kernel_site"  # on each kernel call: its number (the --profile counter it uses)
+C_INTERFACE = "llvm.emit_c_interface"  # on the entry (its C wrapper; not a kernel) and host-callback declarations
 ELEMENTS_ATTR = "hlo.kernel_elements"  # on each kernel: the element count of its largest static memref argument
 _KERNEL_OPS = ("scf.for", "scf.forall", "scf.parallel")
 _CLONED = ("arith.constant", "ub.poison")

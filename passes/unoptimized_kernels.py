@@ -22,7 +22,6 @@ MAX_OPS = 1024  # operations a kernel executes, at most, to be compiled unoptimi
 # per kernel (gpt2_layer's 20: 1.4 ms, none small), and few kernels read a few of many elements (those of the
 # benchmark models that qualify have at most 2,048).
 MAX_ELEMENTS = 4 * MAX_OPS
-C_INTERFACE = "llvm.emit_c_interface"  # marks the entry function (`lower_to_llvm`)
 
 
 def _constant(v: ir.Value) -> int | None:
@@ -46,7 +45,14 @@ def _exact(kernel: ir.Operation) -> bool:
         return ir.WalkResult.ADVANCE
 
     kernel.walk(visit)
-    return "reassoc" not in names and not ("arith.mulf" in names and names & {"arith.addf", "arith.subf"})
+    return "reassoc" not in names and not fma_contractible(names)
+
+
+def fma_contractible(names: set[str]) -> bool:
+    """Whether code holding ops of these `names` has a float multiply LLVM may contract into an add or
+    subtract it feeds (one FMA, one rounding, as XLA:CPU does: `native._contract_all`), depending on what
+    else its optimizations see."""
+    return "arith.mulf" in names and bool(names & {"arith.addf", "arith.subf"})
 
 
 def _work(block: ir.Block, budget: int = MAX_OPS) -> int | None:
@@ -106,7 +112,7 @@ def _called_once(module: ir.Module, kernels: set[str]) -> set[str]:
                 op = op.operation
                 if op.name in ("func.call", "call"):
                     calls[callee(op)] = calls.get(callee(op), 0) + 1
-                    if i == 0 and C_INTERFACE in f.attributes:
+                    if i == 0 and outline_kernels.C_INTERFACE in f.attributes:
                         top.append(callee(op))
                 elif len(op.regions):
                     op.walk(visit)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from hlo_mlir.dialects import traits
 from hlo_mlir.passes.convert_hlo_to_linalg.core import (
+    C_INTERFACE,
     CUSTOM_CALL_RULES,
     Converter,
     Rewriter,
@@ -60,7 +61,7 @@ def host_call(rw: Rewriter, fn: Callable[..., object], inputs: Sequence[ir.Value
     module_block = next(iter(rw.conv.funcs.values())).operation.parent.regions[0].blocks[0]
     with ir.InsertionPoint.at_block_begin(module_block):
         decl = func.FuncOp(name, (in_mr + out_mr, []), visibility="private")
-        decl.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+        decl.attributes[C_INTERFACE] = ir.UnitAttr.get()
         decl.attributes[host.ATTRIBUTE] = ir.UnitAttr.get()
     bufs = [bufferization.ToBufferOp(m, v, read_only=True).result for m, v in zip(in_mr, inputs)]
     outs = [memref.AllocOp(m, [], [], alignment=64).result for m in out_mr]

@@ -13,6 +13,7 @@ from mlir.dialects import complex as cplx
 from hlo_mlir.diagnostics import HloError, SourceLocation
 from hlo_mlir.dialects import edit, from_mlir_type, opcode_of
 from hlo_mlir.dialects.instruction import Instruction
+from hlo_mlir.passes.outline_kernels import C_INTERFACE
 from hlo_mlir.types import ArrayType, ElementType, HloType, TokenType, TupleType
 
 Rule = Callable[["Rewriter"], Sequence[ir.Value]]
@@ -236,7 +237,7 @@ class Converter:
             raise self.error(f, f"unsupported type in computation '{name}': {e}") from None
         new = func.FuncOp(name, (ins, outs), loc=f.location)
         if edit.is_entry(f):
-            new.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+            new.attributes[C_INTERFACE] = ir.UnitAttr.get()
         else:
             new.attributes["sym_visibility"] = ir.StringAttr.get("private")
         self.funcs[name] = new
