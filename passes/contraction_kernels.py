@@ -551,8 +551,31 @@ def _views(op: ir.Operation, loop_roles: list[int]) -> tuple[list[ir.Value], lis
     extents = _extents(op)
     views = [_view(v, m, k, loop_roles, k > 0) for k, (v, m) in enumerate(zip(op.operands, maps(op)))]
     sizes = [extents[d] if d >= 0 else 1 for d in loop_roles]
+    _merge_sums(sizes, [s for _, s in views])
     fields = contraction_library.shape_fields(sizes, [(s, k > 0) for k, (_, s) in enumerate(views)], 2)
     return [a for a, _ in views], fields
+
+
+def _merge_sums(sizes: list[Field], steps: list[list[Field]]) -> None:
+    """Fold each reduction loop of the kernel into the next inner one where every view walks the two as one
+    (its stride along the outer one is its stride along the inner one times the inner one's extent, all
+    static): the same sums in the same order, in a longer innermost loop (a 3x3 convolution's window
+    columns and input features: 3 loops of 32 steps -> one of 96). Each end of the innermost loop costs
+    the register tile a few of its steps: small_cnn's 3x3 convolution's tile, its data in L1, ran ~188
+    GFLOP/s on one core in loops of 32 steps, ~207 in loops of 96."""
+    p, r = contraction_library.P, contraction_library.R
+    inner = p + r - 1
+    for d in reversed(range(p, p + r - 1)):
+        if isinstance(sizes[d], int) and sizes[d] == 1:
+            continue
+        n, outer = sizes[inner], sizes[d]
+        if (isinstance(n, int) and isinstance(outer, int)
+                and all(isinstance(s[d], int) and isinstance(s[inner], int) and s[d] == s[inner] * n for s in steps)):
+            sizes[inner], sizes[d] = n * outer, 1
+            for s in steps:
+                s[d] = 0
+        else:
+            inner = d
 
 
 def _extents(op: ir.Operation) -> dict[int, Field]:

@@ -46,6 +46,10 @@ _DYN = ir.ShapedType.get_dynamic_stride_or_offset
 # output position, so a copy of them pays only when it is read many times (ssd_mobilenet's 1x1 and 3x3
 # outputs read each weight a handful of times).
 PACK_MIN_POSITIONS = 64
+# A panel's block of the sums (window x input features x `nr` weights) up to this size is read from L1 by
+# consecutive register tiles when the panels are the outer loop (`_Conv._gemm`): 48 KB of L1d per core here
+# (lscpu), the rest for the input rows and the result tile.
+L1_PANEL_BYTES = 40 * 1024
 
 
 def _d(i: int) -> ir.AffineExpr:
@@ -302,8 +306,13 @@ class _Conv:
         block = [0] * rank
         block[dims["oo"]], block[dims["c"]] = max(1, COLUMNS // nr), DEPTH
         last = [0 if nm in ("owi", "oi") else 1 for nm in names]
-        order = [dims[nm] for nm in ("n", "g", *[f"o{i}" for i in range(nsp - 1)], "oo", "owo", "owi", "oi",
-                                     *[f"k{i}" for i in range(nsp)], "c")]
+        rows = [f"o{i}" for i in range(nsp - 1)]
+        # Each panel over all output rows when its block of the sums fits in L1: the register tiles after
+        # the first read it from L1, not from L2 as when the panels alternate along a row (small_cnn's
+        # 3x3x32 -> 64: two 36 KB panels).
+        panel = math.prod(self.k) * min(cg, DEPTH) * nr * ir.FloatType(self.acc_t).width // 8
+        outer = ("oo", *rows) if panel <= L1_PANEL_BYTES else (*rows, "oo")
+        order = [dims[nm] for nm in ("n", "g", *outer, "owo", "owi", "oi", *[f"k{i}" for i in range(nsp)], "c")]
         mark(out.owner, [self._forall(nb * g, dims, rank), Tiling(tuple(block)),
                          Tiling(tuple(last), interchange=tuple(order))])
         groups = [[0], *[[1 + i] for i in range(nsp - 1)], [nsp, nsp + 1], [nsp + 2], [nsp + 3, nsp + 4]]

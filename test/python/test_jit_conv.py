@@ -94,6 +94,20 @@ def test_vectorized_conv_path() -> None:
           _data(lhs, rng), _data(rhs, rng), tol=1e-4)
 
 
+@pytest.mark.parametrize("channels", [32, 64])
+def test_panel_order_conv_path(channels: int) -> None:
+    """small_cnn's second convolution and ReLU (each weight panel over all output rows, its sums one loop of
+    96) and the same with 64 input features (panels too big for L1: rows outer, one loop of 192), against
+    the interpreter and XLA (test/lowering/contraction-kernels.hlo shows the loops)."""
+    rng = np.random.default_rng(3)
+    lhs, rhs, out = f"f32[8,14,14,{channels}]", f"f32[3,3,{channels},64]", "f32[8,14,14,64]"
+    text = (f"HloModule m\nENTRY e {{\n  x = {lhs} parameter(0)\n  k = {rhs} parameter(1)\n"
+            f"  c = {out} convolution(x, k), window={{size=3x3 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f\n"
+            f"  z = f32[] constant(0)\n  zb = {out} broadcast(z), dimensions={{}}\n"
+            f"  ROOT r = {out} maximum(c, zb)\n}}\n")
+    check(text, _data(lhs, rng), _data(rhs, rng), tol=1e-4)
+
+
 MATMULS = [
     ("f32[64,48]", "f32[48,96]", "f32[64,96]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
     ("f32[48,64]", "f32[48,96]", "f32[64,96]", "lhs_contracting_dims={0}, rhs_contracting_dims={0}"),
