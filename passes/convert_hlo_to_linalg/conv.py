@@ -307,11 +307,16 @@ class _Conv:
         block[dims["oo"]], block[dims["c"]] = max(1, COLUMNS // nr), DEPTH
         last = [0 if nm in ("owi", "oi") else 1 for nm in names]
         rows = [f"o{i}" for i in range(nsp - 1)]
-        # Each panel over all output rows when its block of the sums fits in L1: the register tiles after
-        # the first read it from L1, not from L2 as when the panels alternate along a row (small_cnn's
-        # 3x3x32 -> 64: two 36 KB panels).
-        panel = math.prod(self.k) * min(cg, DEPTH) * nr * ir.FloatType(self.acc_t).width // 8
-        outer = ("oo", *rows) if panel <= L1_PANEL_BYTES else (*rows, "oo")
+        # Each panel over all output rows when its block of the sums fits in L1, all of a block's panels do
+        # not, and it is bigger than the input a row of tiles reads (which each panel then reads again):
+        # the tiles read the panel from L1, where along a row the panels alternate, each read again from L2
+        # for the row's few tiles (small_cnn's 3x3x32 -> 64: two 36 KB panels, two 7-wide tiles a row, 6 KB
+        # of input rows).
+        size = ir.FloatType(self.acc_t).width // 8
+        panel = math.prod(self.k) * min(cg, DEPTH) * nr * size
+        window = math.prod(self.k[:-1]) * (self.padded[-1] + extra) * min(cg, DEPTH) * size
+        panels = min(ogp // nr, block[dims["oo"]])
+        outer = ("oo", *rows) if window < panel <= L1_PANEL_BYTES < panel * panels else (*rows, "oo")
         order = [dims[nm] for nm in ("n", "g", *outer, "owo", "owi", "oi", *[f"k{i}" for i in range(nsp)], "c")]
         mark(out.owner, [self._forall(nb * g, dims, rank), Tiling(tuple(block)),
                          Tiling(tuple(last), interchange=tuple(order))])
