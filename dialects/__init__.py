@@ -6,6 +6,7 @@ attributes; `OPCODES` is read from it once.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from importlib import resources
 
 from mlir import ir
 from mlir.dialects import irdl
+from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import SourceLocation
 from hlo_mlir.types import BY_HLO, BY_MLIR, DYNAMIC, ArrayType, HloType, OpaqueType, TokenType, TupleType
@@ -157,12 +159,84 @@ def new_context() -> ir.Context:
     return ctx
 
 
+@dataclass
+class _Shared:
+    """The context `load` puts modules in, the text it has left to take, the pass managers kept for it."""
+
+    context: ir.Context
+    budget: int
+    pass_managers: dict[str, PassManager]
+
+
+_SHARED: _Shared | None = None
+
+# Text loaded into the shared context before `load` starts a new one: a context keeps every attribute and type
+# it ever made (the constants' values among them) until it is destroyed, which a context in use by a module
+# never is.
+SHARED_CONTEXT_BYTES = 64 << 20
+
+
+def shared_context(text_bytes: int) -> ir.Context:
+    """The context to load `text_bytes` of module text into: one for the whole process (a new context costs
+    a module ~3 ms, and the passes' first run in it ~4 ms more, `kept_pass_manager`) until it has taken
+    `SHARED_CONTEXT_BYTES` of text; then a new one (the old lives on while its modules do)."""
+    global _SHARED
+    if _SHARED is None or _SHARED.budget < text_bytes:
+        if _SHARED is not None:
+            _SHARED.pass_managers.clear()  # the old context's go first, while the context surely lives
+        _SHARED = _Shared(new_context(), SHARED_CONTEXT_BYTES, {})
+    _SHARED.budget -= text_bytes
+    return _SHARED.context
+
+
+def _kept(ctx: ir.Context) -> dict[str, PassManager] | None:
+    """The pass managers kept for `ctx` if it is the shared context."""
+    return _SHARED.pass_managers if _SHARED is not None and ctx is _SHARED.context else None
+
+
+# Dialects the JIT's pipelines load into a context as they go: the transform dialect with its extensions'
+# dialects (pdl, gpu, nvvm, x86vector, ...: ~2 ms), at a schedule's first transform script
+# (`linalg_schedules.run_script`), and omp (convert-scf-to-openmp).
+_JIT_DIALECTS = ("transform", "omp")
+
+
+def load_jit_dialects(ctx: ir.Context) -> None:
+    """In the shared context (`shared_context`), load the dialects the JIT loads sooner or later
+    (`_JIT_DIALECTS`) before its first pipeline: loading a dialect makes every kept pass manager initialize
+    again at its next run (`kept_pass_manager`), so a module with a schedule after one without (the first
+    module compiled in a process is often a small one) would pay that. Other contexts load them when used."""
+    if _kept(ctx) is not None:
+        for dialect in _JIT_DIALECTS:
+            ctx.get_dialect_descriptor(dialect)
+
+
+@contextlib.contextmanager
+def kept_pass_manager(pipeline: str) -> Iterator[PassManager]:
+    """A pass manager running `pipeline` (its text, nested under `builtin.module` or not) without verifying
+    between passes, in the current context; in the shared context (`shared_context`) the same one each time.
+
+    MLIR initializes a pass manager's passes (canonicalize's pattern sets, the conversions') at its first
+    run, and again only when the context has loaded dialects since: ~0.3-1 ms a pipeline, ~2-3 ms of a small
+    module's compile. A pass manager serves one run at a time (passes keep state while they run): it is
+    taken out while in use (another user meanwhile parses its own) and put back only when the block using
+    it succeeded."""
+    kept = _kept(ir.Context.current)
+    if kept is None:
+        kept = {}
+    pm = kept.pop(pipeline, None)
+    if pm is None:
+        pm = PassManager.parse(pipeline)
+        pm.enable_verifier(False)
+    yield pm
+    kept[pipeline] = pm
+
+
 _IRDL_BYTECODE: list[bytes] = []  # the dialect's IRDL text as MLIR bytecode, once a context has parsed it
 
 
 def _dialect_definition() -> ir.Module:
     """The IRDL module defining the dialect, in the current context: from bytecode after the first time, which
-    MLIR reads in ~0.7 instead of ~1.1 ms (every `load` makes a context)."""
+    MLIR reads in ~0.7 instead of ~1.1 ms."""
     if _IRDL_BYTECODE:
         return ir.Module.parse(_IRDL_BYTECODE[0])
     module = ir.Module.parse(irdl_text())
@@ -229,8 +303,11 @@ __all__ = [
     "OPCODES",
     "OpcodeInfo",
     "from_mlir_type",
+    "kept_pass_manager",
+    "load_jit_dialects",
     "new_context",
     "opcode_of",
+    "shared_context",
     "source_location",
     "source_locations",
     "to_mlir_type",

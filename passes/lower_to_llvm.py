@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 from mlir import ir
 from mlir.dialects import builtin, func, linalg, llvm
-from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import HloError
+from hlo_mlir.dialects import kept_pass_manager, load_jit_dialects
 from hlo_mlir.passes import (contraction_kernels, fusion_limit, linalg_fast_math, linalg_recompute, linalg_schedules,
                              outline_kernels, parallelize, row_fusion, tile_transposes, widen_i1_memrefs)
 from hlo_mlir.passes import loop_state_in_place, multi_output_fusion, unoptimized_kernels
@@ -84,11 +84,10 @@ def interruptible() -> Iterator[None]:
 def _run(module: ir.Module, pipeline: str, stage: str) -> None:
     """Run `pipeline` on `module`, verified once at the end: MLIR's verification after every pass (its
     default) cost a 512x512 dot's compile ~8 of its ~65 ms of CPU, mostly in the LLVM conversions, for
-    upstream passes that keep valid IR valid."""
+    upstream passes that keep valid IR valid. The pass manager is kept for the next module
+    (`dialects.kept_pass_manager`)."""
     try:
-        with module.context, interruptible():
-            pm = PassManager.parse(f"builtin.module({pipeline})")
-            pm.enable_verifier(False)
+        with module.context, interruptible(), kept_pass_manager(f"builtin.module({pipeline})") as pm:
             pm.run(module.operation)
             module.operation.verify()
     except (ir.MLIRError, ValueError) as e:
@@ -110,6 +109,7 @@ def to_loops(module: ir.Module, profile: bool = False, threads: int = 0) -> ir.M
     """Bufferize and turn linalg ops into loops over memrefs (in place); marked hot ops get vectorized first.
     Each loop nest becomes a kernel function (`outline_kernels`; `profile` times each call); unless
     `threads` is 1, big kernels get a parallel outer loop (`parallelize`)."""
+    load_jit_dialects(module.context)
     linalg_schedules.apply(module)
     linalg_fast_math.apply(module)
     linalg_recompute.apply(module)

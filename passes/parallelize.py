@@ -28,6 +28,7 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import HloError
+from hlo_mlir.dialects import kept_pass_manager
 from hlo_mlir.passes import outline_kernels
 
 MIN_ELEMENTS = 1 << 18
@@ -192,10 +193,9 @@ def kernel_work(kernel: ir.Operation, elements: int, managers: tuple[PassManager
 def apply(module: ir.Module) -> None:
     """Parallelize the big kernels of `module` and, where safe, vectorize every kernel (in place). Not run
     for one-thread builds (`lower_to_llvm.to_loops`), which keep LLVM's own 256-bit vectorization."""
-    with module.context:
-        managers = pass_managers()
+    with module.context, kept_pass_manager(_PIPELINE) as parallel, kept_pass_manager(_VECTORIZE) as vectorize:
         for kernel, elements in outline_kernels.kernels(module):
-            kernel_work(kernel, elements, managers)
+            kernel_work(kernel, elements, (parallel, vectorize))
         try:
             module.operation.verify()
         except ir.MLIRError as e:

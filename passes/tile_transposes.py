@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 
 from mlir import ir
-from mlir.passmanager import PassManager
 
+from hlo_mlir.dialects import kept_pass_manager
 from hlo_mlir.passes import outline_kernels
 
 TILE = 32
@@ -65,8 +65,7 @@ def _strided(loop: ir.Operation) -> bool:
 
 def apply(module: ir.Module) -> None:
     """Tile the kernels of `module` that access memory across their innermost loop (in place)."""
-    with module.context:
-        pm = PassManager.parse(_PIPELINE)
+    with module.context, kept_pass_manager(_PIPELINE) as pm:
         for kernel, elements in outline_kernels.kernels(module):
             if elements >= MIN_ELEMENTS and any(_strided(loop) for loop in _innermost_fors(kernel)):
                 pm.run(kernel)

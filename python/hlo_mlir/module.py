@@ -10,7 +10,7 @@ from mlir import ir
 
 from hlo_mlir import progress
 from hlo_mlir.diagnostics import HloError, SourceLocation
-from hlo_mlir.dialects import new_context, source_location
+from hlo_mlir.dialects import shared_context, source_location
 from hlo_mlir.frontend.exporter import export_module
 from hlo_mlir.frontend.ir_gen import import_module
 from hlo_mlir.frontend.mlir_input import check_module
@@ -170,7 +170,7 @@ def load(source: str | Path, filename: str | None = None, verify: bool = True) -
             return load(hlo_text, filename=hlo_name, verify=verify)
         except HloError as e:
             raise at_source(e) from None
-    ctx = new_context()
+    ctx = shared_context(len(text))
     with ctx, ir.Location.unknown():
         if _looks_like_mlir(text, name):
             parsed = _parse_mlir(text, name)
