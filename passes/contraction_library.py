@@ -21,7 +21,8 @@ in order with one FMA per element (one rounding, the sums in k order, as the vec
 it back, through `max(x, 0)` when `relu` (the last block of the sums of a contraction whose only reader was an
 HLO `maximum(x, 0)`: `contraction_kernels` fuses it, so the result is not read and written again). A
 `_packing` variant of the row-rich tiles packs `b` itself (`packing_tiles`); `hlo_mlir_mk_pack_*` kernels pack
-an rhs into panels before a product of many rows.
+an rhs into panels before a product of many rows; `hlo_mlir_mk_pad_*` kernels write a zero-padded copy
+of an array (`_pad`).
 """
 
 from __future__ import annotations
@@ -279,6 +280,149 @@ def _pack(work: str, nr: int) -> str:
   }}"""
 
 
+PAD_PREFIX = f"{PREFIX}pad_"
+PAD_DIMS = 4  # leading dimensions of a padding kernel's arrays (the last one, contiguous, apart)
+
+
+def pad_name(work: str) -> str:
+    return f"{PAD_PREFIX}{work}"
+
+
+def _pad(work: str) -> str:
+    """MLIR text of the padding kernel: `dst` (row-major, sizes `D0..D3 x W`) zero but for the box of
+    `src` (sizes `S0..S3 x V`, `V <= W`, strides `T0..T3 x 1`) at offsets `L0..L3 x 0`, in one pass that writes
+    each row of `dst` once: a row of the box as whole vectors copied, then masked vector loads and stores
+    for the rest (`V` or `W` not a multiple of the vector, `V < W`). The `shape` array holds `D0..D3, W,
+    S0..S3, V, L0..L3, T0..T3`; rows `D0 x D1` run on every core when `parallel`. What it replaces, a zero
+    fill of `dst` and a copy of `src` into it (`matmul_kernel.pad_to`), wrote the box twice and copied
+    rows shorter than a vector (a [3136, 10] matrix padded to 16 columns) one element at a time."""
+    w = lanes(work)
+    vt, mt = f"vector<{w}x{work}>", f"vector<{w}xi1>"
+    ft = f"memref<?x{work}, strided<[1], offset: ?>>"
+    n = PAD_DIMS
+    fields = [*(f"d{k}" for k in range(n)), "dw", *(f"s{k}" for k in range(n)), "sv", *(f"l{k}" for k in range(n)),
+              *(f"t{k}" for k in range(n))]
+    args = ", ".join(f"%{f}: index" for f in fields)
+    types = ", ".join([ft, ft, "index", "index", "index", "index", *["index"] * len(fields)])
+    passed = ", ".join(f"%{f}" for f in fields)
+    lines = [f"    %{f}_p = llvm.getelementptr %shape_p[{k}] : (!llvm.ptr) -> !llvm.ptr, i64\n"
+             f"    %{f}_i = llvm.load %{f}_p {{alignment = 8 : i64}} : !llvm.ptr -> i64\n"
+             f"    %{f} = arith.index_cast %{f}_i : i64 to index" for k, f in enumerate(fields)]
+    desc = "!llvm.struct<(ptr, ptr, i64)>"
+    for name in ("src", "dst"):
+        lines.append(f"""    %{name}_p = llvm.inttoptr %p{name} : i64 to !llvm.ptr
+    %{name}_d0 = llvm.mlir.poison : {desc}
+    %{name}_d1 = llvm.insertvalue %{name}_p, %{name}_d0[0] : {desc}
+    %{name}_d2 = llvm.insertvalue %{name}_p, %{name}_d1[1] : {desc}
+    %{name}_o = llvm.mlir.constant(0 : i64) : i64
+    %{name}_d3 = llvm.insertvalue %{name}_o, %{name}_d2[2] : {desc}
+    %{name}_base = builtin.unrealized_conversion_cast %{name}_d3 : {desc} to memref<{work}>
+    %{name} = memref.reinterpret_cast %{name}_base to offset: [%c0], sizes: [%big], strides: [1] : memref<{work}> to {ft}""")
+
+    def level(k: int, i: str, outer: str, q: str, body: str) -> str:
+        """Dimension `k` at index `i`: whether it is in the box (`outer` for the ones outside), the source
+        offset, the destination row (`q`: the outer ones' row index)."""
+        return f"""%r{k} = arith.subi {i}, %l{k} : index
+%ge{k} = arith.cmpi sge, %r{k}, %c0 : index
+%lt{k} = arith.cmpi slt, %r{k}, %s{k} : index
+%within{k} = arith.andi %ge{k}, %lt{k} : i1
+%in{k} = arith.andi %within{k}, {outer} : i1
+%m{k} = arith.muli %r{k}, %t{k} : index
+%o{k} = arith.addi %m{k}, {"%c0" if k == 0 else f"%o{k - 1}"} : index
+%n{k} = arith.muli {q}, %d{k} : index
+%q{k} = arith.addi %n{k}, {i} : index
+{body}"""
+
+    row = f"""%drow = arith.muli %q3, %dw : index
+scf.if %in3 {{
+  scf.for %x = %c0 to %vfull step %lanes {{
+    %from = arith.addi %o3, %x : index
+    %to = arith.addi %drow, %x : index
+    %v = vector.load %src[%from] : {ft}, {vt}
+    vector.store %v, %dst[%to] : {ft}, {vt}
+  }}
+  scf.if %part {{
+    %from = arith.addi %o3, %vfull : index
+    %to = arith.addi %drow, %vfull : index
+    %v = vector.maskedload %src[%from], %partmask, %zeros : {ft}, {mt}, {vt} into {vt}
+    vector.maskedstore %dst[%to], %partstore, %v : {ft}, {mt}, {vt}
+  }}
+  scf.for %x = %zfrom to %zfull step %lanes {{
+    %to = arith.addi %drow, %x : index
+    vector.store %zeros, %dst[%to] : {ft}, {vt}
+  }}
+  scf.if %ztail {{
+    %to = arith.addi %drow, %zfull : index
+    vector.maskedstore %dst[%to], %ztailmask, %zeros : {ft}, {mt}, {vt}
+  }}
+}} else {{
+  scf.for %x = %c0 to %wfull step %lanes {{
+    %to = arith.addi %drow, %x : index
+    vector.store %zeros, %dst[%to] : {ft}, {vt}
+  }}
+  scf.if %wtail {{
+    %to = arith.addi %drow, %wfull : index
+    vector.maskedstore %dst[%to], %wtailmask, %zeros : {ft}, {mt}, {vt}
+  }}
+}}"""
+    body = level(3, "%j3", "%in2", "%q2", row)
+    body = level(2, "%j2", "%in1", "%q1", f"scf.for %j3 = %c0 to %d3 step %c1 {{\n{body}\n}}")
+    body = level(1, "%j1", "%in0", "%q0", f"scf.for %j2 = %c0 to %d2 step %c1 {{\n{body}\n}}")
+    body = level(0, "%j0", "%true", "%c0", f"scf.for %j1 = %a1 to %b1 step %c1 {{\n{body}\n}}")
+    body = f"scf.for %j0 = %a0 to %b0 step %c1 {{\n{body}\n}}"
+    body = "\n".join("    " + line for line in body.splitlines())
+    rows = f"@{pad_name(work)}_rows"
+    return f"""  func.func private {rows}(%src: {ft}, %dst: {ft}, %a0: index, %b0: index, %a1: index, %b1: index, {args}) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %true = arith.constant true
+    %lanes = arith.constant {w} : index
+    %zeros = arith.constant dense<0.0> : {vt}
+    %vrows = arith.divui %sv, %lanes : index
+    %vfull = arith.muli %vrows, %lanes : index
+    %partial = arith.subi %sv, %vfull : index
+    %part = arith.cmpi sgt, %partial, %c0 : index
+    %partmask = vector.create_mask %partial : {mt}
+    %partroom = arith.subi %dw, %vfull : index
+    %partwidth = arith.minsi %partroom, %lanes : index
+    %partstore = vector.create_mask %partwidth : {mt}
+    %partend = arith.addi %vfull, %lanes : index
+    %zstart = arith.select %part, %partend, %vfull : index
+    %zfrom = arith.minsi %zstart, %dw : index
+    %zroom = arith.subi %dw, %zfrom : index
+    %zrows = arith.divui %zroom, %lanes : index
+    %zspan = arith.muli %zrows, %lanes : index
+    %zfull = arith.addi %zfrom, %zspan : index
+    %zleft = arith.subi %dw, %zfull : index
+    %ztail = arith.cmpi sgt, %zleft, %c0 : index
+    %ztailmask = vector.create_mask %zleft : {mt}
+    %wrows = arith.divui %dw, %lanes : index
+    %wfull = arith.muli %wrows, %lanes : index
+    %wleft = arith.subi %dw, %wfull : index
+    %wtail = arith.cmpi sgt, %wleft, %c0 : index
+    %wtailmask = vector.create_mask %wleft : {mt}
+{body}
+    return
+  }}
+  func.func @{pad_name(work)}(%psrc: i64, %pdst: i64, %shape: i64, %parallel: i1) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %big = arith.constant {1 << 62} : index
+    %shape_p = llvm.inttoptr %shape : i64 to !llvm.ptr
+{chr(10).join(lines)}
+    scf.if %parallel {{
+      scf.forall (%i0, %i1) in (%d0, %d1) {{
+        %e0 = arith.addi %i0, %c1 : index
+        %e1 = arith.addi %i1, %c1 : index
+        func.call {rows}(%src, %dst, %i0, %e0, %i1, %e1, {passed}) : ({types}) -> ()
+      }}
+    }} else {{
+      func.call {rows}(%src, %dst, %c0, %d0, %c0, %d1, {passed}) : ({types}) -> ()
+    }}
+    return
+  }}"""
+
+
 GROUPS = 4  # modules the kernels are built in: each small enough for one in-process LLVM (no llvm-split)
 
 
@@ -286,6 +430,6 @@ GROUPS = 4  # modules the kernels are built in: each small enough for one in-pro
 def sources() -> tuple[str, ...]:
     """The library's MLIR modules (its kernels in `GROUPS` modules, compiled in parallel)."""
     kernels = [_kernel(*t) for t in sorted(tiles())] + [_kernel(*t, packing=True) for t in sorted(packing_tiles())]
-    kernels += [_pack(work, nr) for work, nr in sorted(packs())]
+    kernels += [_pack(work, nr) for work, nr in sorted(packs())] + [_pad(work) for work in ("f32", "f64")]
     size = -(-len(kernels) // GROUPS)
     return tuple("module {\n" + "\n".join(kernels[i:i + size]) + "\n}\n" for i in range(0, len(kernels), size))

@@ -69,6 +69,7 @@ def test_library_blocks_match_the_vectorized_tile_bitwise(name: str, monkeypatch
     library = [compile_module(hlo_mlir.load(text), use_cache=False)(*args) for _ in range(2)]
     monkeypatch.setattr(contraction_kernels, "roles", lambda *_: None)  # every block vectorized in the module
     monkeypatch.setattr(contraction_kernels, "packs", lambda *_: None)  # and every packing
+    monkeypatch.setattr(contraction_kernels, "_pad_site", lambda *_: None)  # padded by a fill and a copy
     assert "hlo_mlir_mk_" not in emit(hlo_mlir.load(text), "loops")
     tile = compile_module(hlo_mlir.load(text), use_cache=False)(*args)
     for got in library:  # twice: no result depends on what the buffers held before (the dropped zero fill)
@@ -88,6 +89,41 @@ def test_a_block_fused_into_by_its_producer_keeps_its_kernel() -> None:
     a, w = rng.standard_normal((32, 64)).astype(np.float32), rng.standard_normal((256, 64)).astype(np.float32)
     got = hlo_mlir.load(text).run(a, w, backend="jit")[0]
     np.testing.assert_allclose(got, a @ w.T, rtol=1e-5, atol=1e-5)
+
+
+PAD_CASES = {
+    # rows of 10 into 16 columns: one masked load and store a row
+    "rhs_10_to_16": (_dot("f32[8,300]", "f32[300,10]", "f32[8,10]"), 1),
+    # 40 into 64 (before the packing): a whole vector, a masked one, a zero one
+    "rhs_40_to_64_f64": (_dot("f64[70,96]", "f64[96,40]", "f64[70,40]"), 1),
+    # a convolution's input padded on both sides of two dimensions, rows of 20 (a masked store at each end)
+    "conv_rows_of_20": (_conv("f32[2,9,9,20]", "f32[3,3,20,32]", "f32[2,9,9,32]",
+                              f"window={{size=3x3 pad=1_1x2_0}}, {_CONV}"), 1),
+    # 2^18 elements and more: rows over the cores
+    "parallel_conv": (_conv("f32[1,130,130,16]", "f32[3,3,16,32]", "f32[1,130,130,32]",
+                            f"window={{size=3x3 pad=1_1x1_1}}, {_CONV}"), 1),
+    # rows shorter than a vector (one input feature): a fill and a copy, as before
+    "rows_of_one": (_conv("f32[2,28,28,1]", "f32[3,3,1,32]", "f32[2,28,28,32]",
+                          f"window={{size=3x3 pad=1_1x1_1}}, {_CONV}"), 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAD_CASES))
+def test_a_padding_is_one_kernel_writing_each_element_once(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A zero fill and a copy into a box of it become one call of the library's padding kernel (where it
+    applies): results bitwise those of the fill and copy, and of the interpreter; XLA's within rounding."""
+    from jit_helpers import check
+
+    text, calls = PAD_CASES[name]
+    assert emit(hlo_mlir.load(text), "loops").count("call @hlo_mlir_mk_pad_") == calls
+    rng = np.random.default_rng(5)
+    module = hlo_mlir.load(text)
+    args = [rng.standard_normal(p.dims).astype(p.element.dtype) for p in compile_module(module, use_cache=False).params]
+    got = check(text, *args, tol=1e-4)
+    monkeypatch.setattr(contraction_kernels, "_pad_site", lambda *_: None)
+    assert "hlo_mlir_mk_pad_" not in emit(hlo_mlir.load(text), "loops")
+    for a, b in zip(got, compile_module(hlo_mlir.load(text), use_cache=False)(*args)):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_the_library_is_built_once_per_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
