@@ -365,19 +365,21 @@ def _conversions(obj: bytes, tmp_path: Path) -> int:
 
 def test_llvm_does_not_unroll_loops_in_process_or_in_the_tools(monkeypatch: pytest.MonkeyPatch,
                                                                tmp_path: Path) -> None:
-    """Unrolling only grows the code MLIR already tiled (and costs a tenth of LLVM's time): `PIPELINE`
-    vectorizes the loop and keeps one copy of its interleaved body, in the process and through `opt | llc`
-    alike; `default<O2>` (which unrolls) gives the same loop twice the conversions."""
+    """Unrolling only grows the code MLIR already tiled (and costs a tenth of LLVM's time): `PIPELINE` and the
+    kernel library's O2 vectorize the loop and keep one copy of its interleaved body, in the process and
+    through `opt | llc` alike; O2 with its unrolling on gives the same loop twice the conversions."""
     from hlo_mlir.runtime import native
 
     if native._in_process() is None:
         pytest.skip("the tools' flags include one the in-process LLVM cannot take")
     ours = _conversions(native.build([_NARROWING_LOOP])[0], tmp_path)
+    library = _conversions(native.build([_NARROWING_LOOP], pipeline=native.LIBRARY_PIPELINE)[0], tmp_path)
     monkeypatch.setattr(native, "_in_process", lambda: None)
     assert _conversions(native.build([_NARROWING_LOOP])[0], tmp_path) == ours
-    monkeypatch.undo()
-    monkeypatch.setattr(native, "PIPELINE", "default<O2>")
-    assert 0 < ours < _conversions(native.build([_NARROWING_LOOP])[0], tmp_path)
+    assert _conversions(native.build([_NARROWING_LOOP], pipeline=native.LIBRARY_PIPELINE)[0], tmp_path) == library
+    monkeypatch.setattr(native, "NO_LOOP_UNROLLING", "-disable-loop-unrolling=false")
+    unrolled = _conversions(native.build([_NARROWING_LOOP], pipeline=native.LIBRARY_PIPELINE)[0], tmp_path)
+    assert 0 < ours == library < unrolled
 
 
 def _sum_loop(fast_math: str) -> str:
@@ -431,8 +433,43 @@ def test_threads_compile_alike_with_their_own_target_machines() -> None:
     if api is None:
         pytest.skip("the tools' flags include one the in-process LLVM cannot take")
     texts = [native._contract_all(t).encode() for t in (_NARROWING_LOOP, _sum_loop("reassoc"))] * 3
-    alone = [api.compile(t) for t in texts]
-    assert native._compile_texts_in_process(api, texts, 3) == alone
+    alone = [api.compile(t, native.PIPELINE) for t in texts]
+    assert native._compile_texts_in_process(api, texts, native.PIPELINE, 3) == alone
+
+
+# A loop calling a helper function, as the kernel library's packing kernels call their rows' copy.
+_HELPER_CALL = """
+define internal void @row(ptr %src, ptr %dst, i64 %i) {
+  %p = getelementptr float, ptr %src, i64 %i
+  %x = load float, ptr %p
+  %y = fmul float %x, 3.0
+  %q = getelementptr float, ptr %dst, i64 %i
+  store float %y, ptr %q
+  ret void
+}
+define void @copy(ptr noalias %src, ptr noalias %dst) {
+entry:
+  br label %body
+body:
+  %i = phi i64 [ 0, %entry ], [ %next, %body ]
+  call void @row(ptr %src, ptr %dst, i64 %i)
+  %next = add i64 %i, 1
+  %done = icmp eq i64 %next, 4096
+  br i1 %done, label %exit, label %body
+exit:
+  ret void
+}
+"""
+
+
+def test_the_kernel_library_pipeline_inlines_and_the_modules_pipeline_does_not(tmp_path: Path) -> None:
+    """The kernel library's helpers must be inlined for its loops to vectorize (`LIBRARY_PIPELINE`, O2); the
+    modules' kernels are `noinline` and `PIPELINE` has no inliner, so there the call stays."""
+    from hlo_mlir.runtime import native
+
+    library = _disassembly(native.build([_HELPER_CALL], pipeline=native.LIBRARY_PIPELINE)[0], tmp_path)
+    assert "call" not in library and "vmulps" in library
+    assert "call" in _disassembly(native.build([_HELPER_CALL])[0], tmp_path)
 
 
 @pytest.mark.parametrize(("parts_worth", "jobs", "parts"), [(0.5, 2, 1), (1, 2, 1), (2, 2, 2), (3, 2, 4), (3.9, 2, 4),
@@ -554,7 +591,7 @@ def test_split_build_reports_parts_to_the_progress_line(tmp_path: Path, monkeypa
         src.write_text(f"define i32 @f{i}(i32 %x) {{\n  %y = add i32 %x, {i}\n  ret i32 %y\n}}\n")
         sources.append(str(src))
     objects = [s[:-3] + ".o" for s in sources]
-    native._compile_parts(sources, objects, 2)
+    native._compile_parts(sources, objects, native.PIPELINE, 2)
     assert steps == [(1, 3), (2, 3), (3, 3)]
     assert all(Path(o).stat().st_size > 0 for o in objects)
 

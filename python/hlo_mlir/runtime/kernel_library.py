@@ -53,7 +53,7 @@ def _digest() -> str:
 
 def _build() -> list[bytes]:
     """The library's object files: the MLIR lowered by the modules' pipelines and compiled by `native.build`
-    (in parts, on every core)."""
+    (in parts, on every core) with its own LLVM pipeline (`native.LIBRARY_PIPELINE`: O2, which inlines)."""
     from mlir import ir
     from mlir.dialects.llvm import translate_module_to_llvmir
     from mlir.passmanager import PassManager
@@ -72,7 +72,7 @@ def _build() -> list[bytes]:
             except (ir.MLIRError, ValueError) as e:
                 raise HloError(f"jit: building the contraction kernel library failed: {e}") from None
             texts.append(str(translate_module_to_llvmir(module.operation)))
-    return native.build(texts)
+    return native.build(texts, pipeline=native.LIBRARY_PIPELINE)
 
 
 @functools.cache

@@ -7,7 +7,8 @@ Here a small module is compiled in this process by the same LLVM the `opt`/`llc`
 on, through the C API of their `libLLVM.so` (`_LlvmCApi`: no process start-up); a big one is split by
 `llvm-split` into parts compiled in parallel, on threads by that in-process LLVM (Ctrl-C ends the process,
 `interruptible`), or by `opt | llc` processes when a flag needs the tools (Ctrl-C kills them at once). Both
-optimize with `PIPELINE`, not `default<O2>`, and generate code at -O2.
+optimize a module with `PIPELINE`, not `default<O2>` (the kernel library with `LIBRARY_PIPELINE`), and
+generate code at -O2.
 The objects, with `support.c` (compiled once by `cc`), the contraction kernels (`kernel_library`, built once)
 and libgcc's builtins, are linked into this process
 by LLVM's ORC JIT (`Library`); the objects are what the on-disk cache (`runtime.cache`) keeps.
@@ -50,19 +51,30 @@ _ROTATE = "loop-rotate<header-duplication;no-prepare-for-lto>"
 # kernels `noinline` and tiled, so O2's module passes (inlining, IPO, attribute inference, global opts) and
 # most of its scalar cleanup had nothing to do, while its loop vectorizer is what turns the scalar loops the
 # schedules leave (reductions marked `reassoc`) into vector code. Kept: the cleanup the vectorizer needs
-# (SROA, CSE, InstCombine, CFG simplification, LICM, rotated loops in canonical form, GVN), then the
-# loop and SLP vectorizers and the cleanup after them. No loop unrolling, O2's or full: it only multiplied
-# the size of loops MLIR had tiled (ssd_mobilenet: 2.6x more IR, compile 34 -> 22 s without it, run time
-# within noise; O2's unrolling cost a small module 9% of its LLVM time).
-# Measured on the small modules' kernel parts (one thread, load ~1; opt ms, O2 -> this): layernorm 10.9 ->
-# 7.7, softmax 14.0 -> 8.8, reduce_sum 6.1 -> 3.7, conv 3.9 -> 1.9, elementwise_4m 9.6 -> 6.4, small_cnn
-# 20.0 -> 11.2; the same vector instructions (<16 x float>/<8 x float> counts), objects within 10% of O2's.
+# (SROA, CSE, InstCombine, CFG simplification, LICM, rotated loops in canonical form, GVN), loop idioms (a
+# zeroing loop becomes memset: conv_56x56x64 ran 4% faster with it), SCCP (which folds the 2-iteration
+# loops of a kernel as O2 did: resnet_blocks ran 2% slower without it), then the loop and SLP vectorizers
+# and the cleanup after them. No loop unrolling (`NO_LOOP_UNROLLING`). Optimizer time of the kernel parts
+# of layernorm, softmax, reduce_sum, conv, elementwise_4m and small_cnn (one thread, min of 7, load ~3):
+# 85.8 ms with O2, 58.3 with this; the same vector instructions but for 1-2 <16 x float> ops O2's unrolling
+# made, objects within 8% of O2's; run times of all bench models the same within noise (in one process,
+# the two pipelines' modules run alternately).
 PIPELINE = "function(" + ",".join((
     "sroa<modify-cfg>", "early-cse<>", _INSTCOMBINE, _SIMPLIFYCFG,
-    f"loop-mssa(licm<allowspeculation>,{_ROTATE},licm<allowspeculation>)", "loop(indvars)", "gvn<>",
-    _INSTCOMBINE, _SIMPLIFYCFG, "inject-tli-mappings", "loop-vectorize<no-interleave-forced-only;no-vectorize-forced-only>",
+    f"loop-mssa(licm<allowspeculation>,{_ROTATE},licm<allowspeculation>)", "loop(loop-idiom,indvars)",
+    "gvn<>", "sccp", _INSTCOMBINE, _SIMPLIFYCFG, "inject-tli-mappings", "loop-vectorize<no-interleave-forced-only;no-vectorize-forced-only>",
     "infer-alignment", _INSTCOMBINE, "slp-vectorizer", "vector-combine", _INSTCOMBINE,
     "loop-mssa(licm<allowspeculation>)", _SIMPLIFYCFG)) + ")"
+# The contraction kernel library (`kernel_library`, built once per machine) keeps O2: its kernels call helper
+# functions (a packing kernel's rows) that only the inliner turns into the vectorized copies they should be
+# (with `PIPELINE` the rows stayed calls with scalar copies: the packing part of the library had 72 instead
+# of 216 <16 x float> operations).
+LIBRARY_PIPELINE = "default<O2>"
+# The kernels come vectorized and tiled from MLIR: LLVM's loop unrolling only multiplied their size
+# (ssd_mobilenet: 2.6x more IR, compile 34 -> 22 s without it) for no measurable speed. It is off in O2 (the
+# pass builder's option, which `opt` sets from this flag; -unroll-threshold=0 still ran the unrolling passes,
+# 9% of a small module's LLVM time) and `PIPELINE` has no unrolling pass.
+NO_LOOP_UNROLLING = "-disable-loop-unrolling"
 # -disable-lsr: loop strength reduction, like unrolling, only multiplied the size of the loops MLIR tiled
 # (a quarter of llc's time on ssd_mobilenet) for no measurable speed.
 # -fp-contract=fast: a multiply feeding an add becomes one FMA, as XLA:CPU compiles (AllowFPOpFusion=Fast);
@@ -160,6 +172,7 @@ class _LlvmCApi:
                 ("LLVMCreateTargetMachine", p, [p, s, s, s, ctypes.c_int, ctypes.c_int, ctypes.c_int]),
                 ("LLVMDisposeTargetMachine", None, [p]),
                 ("LLVMCreatePassBuilderOptions", p, []), ("LLVMDisposePassBuilderOptions", None, [p]),
+                ("LLVMPassBuilderOptionsSetLoopUnrolling", None, [p, ctypes.c_int]),
                 ("LLVMRunPasses", p, [p, s, p, p]),
                 ("LLVMGetErrorMessage", p, [p]), ("LLVMDisposeErrorMessage", None, [p]),
                 ("LLVMTargetMachineEmitToMemoryBuffer", ctypes.c_int, [p, p, ctypes.c_int, ctypes.POINTER(p),
@@ -227,10 +240,11 @@ class _LlvmCApi:
         lib.LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, generic)  # both take ownership
         return builder
 
-    def compile(self, ir: bytes) -> bytes:
+    def compile(self, ir: bytes, pipeline: str) -> bytes:
         """The object file of LLVM IR (text or bitcode, its float arithmetic already marked `contract` where
-        that is wanted: `_contract_all`), optimized by `PIPELINE` (PIC, the host CPU). Thread-safe: each call
-        has its own LLVM context, each thread its own target machine (ctypes releases the GIL meanwhile)."""
+        that is wanted: `_contract_all`), optimized by `pipeline` without loop unrolling (PIC, the host CPU).
+        Thread-safe: each call has its own LLVM context, each thread its own target machine (ctypes releases
+        the GIL meanwhile)."""
         lib, p = self.lib, ctypes.c_void_p
         err, module, obj = p(), p(), p()
         tm = self._thread_target_machine()
@@ -240,7 +254,8 @@ class _LlvmCApi:
             buffer = lib.LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, len(ir), b"module")
             if lib.LLVMParseIRInContext(context, buffer, ctypes.byref(module), ctypes.byref(err)):
                 raise HloError(f"jit: LLVM could not read the module: {self._message(err.value)}")
-            failure = lib.LLVMRunPasses(module, PIPELINE.encode(), tm, options)
+            lib.LLVMPassBuilderOptionsSetLoopUnrolling(options, 0)
+            failure = lib.LLVMRunPasses(module, pipeline.encode(), tm, options)
             if failure:
                 msg = lib.LLVMGetErrorMessage(failure)
                 text = ctypes.string_at(msg).decode(errors="replace")
@@ -306,33 +321,36 @@ def in_process_llvm() -> _LlvmCApi | None:
 
 
 def build_flags() -> tuple[str, ...]:
-    """The pipeline and flags `build` gives LLVM: part of what a prebuilt object (`kernel_library`) depends on."""
-    return (PIPELINE, *_LLC_FLAGS, _MATTR)
+    """The pipeline and flags `build` gives LLVM for the kernel library: part of what its prebuilt objects
+    (`kernel_library`) depend on."""
+    return (LIBRARY_PIPELINE, NO_LOOP_UNROLLING, *_LLC_FLAGS, _MATTR)
 
 
-def _compile_part(source: str, obj: str) -> None:
+def _compile_part(source: str, obj: str, pipeline: str) -> None:
     optimized = obj[:-2] + ".opt.bc"
     common = [f"-mtriple={TRIPLE}", "-mcpu=native", f"-mattr={_MATTR}"]
-    _run([_llvm_bin("opt"), f"-passes={PIPELINE}", *common, source, "-o", optimized])
+    _run([_llvm_bin("opt"), f"-passes={pipeline}", NO_LOOP_UNROLLING, *common, source, "-o", optimized])
     _run([_llvm_bin("llc"), "-O2", *common, *_LLC_FLAGS, "-filetype=obj", "-relocation-model=pic", optimized,
           "-o", obj])
 
 
-def build(ir_texts: Sequence[str], jobs: int | None = None) -> list[bytes]:
-    """The object files of a module given as LLVM IR texts (its parts: `runtime.split`), for `Library`.
+def build(ir_texts: Sequence[str], jobs: int | None = None, pipeline: str | None = None) -> list[bytes]:
+    """The object files of a module given as LLVM IR texts (its parts: `runtime.split`), for `Library`,
+    optimized by `pipeline` (`PIPELINE` unless given).
 
     Parts are compiled on `jobs` threads by the in-process LLVM; a part too big for one (a single huge
     function) is split further by `llvm-split`. Code generation at -O2, not -O3: it halved `llc` time (with
     `opt -O3` against `-O2`) and measured no slower on the benchmark models."""
     jobs = jobs or os.cpu_count() or 1
+    pipeline = pipeline or PIPELINE
     # The compiled code allocates through support.c's caching allocator (see hlo_mlir_malloc there).
     texts = [_host_thunks(re.sub(r"@(malloc|free)\b", r"@hlo_mlir_\1", t)) for t in ir_texts]
     api = _in_process()
     if api is not None and all(len(t) <= IN_PROCESS_BYTES for t in texts):
         with interruptible():
             if len(texts) == 1:
-                return [api.compile(_contract_all(texts[0]).encode())]
-            return _compile_texts_in_process(api, [_contract_all(t).encode() for t in texts], jobs)
+                return [api.compile(_contract_all(texts[0]).encode(), pipeline)]
+            return _compile_texts_in_process(api, [_contract_all(t).encode() for t in texts], pipeline, jobs)
     with tempfile.TemporaryDirectory(prefix="hlo-mlir-build-") as tmp:
         sources = []
         for k, text in enumerate(texts):
@@ -348,9 +366,9 @@ def build(ir_texts: Sequence[str], jobs: int | None = None) -> list[bytes]:
         objects = [os.path.join(tmp, f"obj{i}.o") for i in range(len(sources))]
         if api is not None:
             with interruptible():
-                _compile_parts_in_process(api, sources, objects, jobs)
+                _compile_parts_in_process(api, sources, objects, pipeline, jobs)
         else:
-            _compile_parts(sources, objects, jobs)
+            _compile_parts(sources, objects, pipeline, jobs)
         return [Path(o).read_bytes() for o in objects]
 
 
@@ -372,16 +390,17 @@ def _threads(jobs: int, pid: int) -> concurrent.futures.ThreadPoolExecutor:
     return concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="hlo-mlir-llvm")
 
 
-def _compile_texts_in_process(api: _LlvmCApi, texts: list[bytes], jobs: int) -> list[bytes]:
+def _compile_texts_in_process(api: _LlvmCApi, texts: list[bytes], pipeline: str, jobs: int) -> list[bytes]:
     """The parts of a small module compiled by the in-process LLVM on `jobs` threads (ctypes releases the GIL)."""
-    return list(_threads(jobs, os.getpid()).map(api.compile, texts))
+    return list(_threads(jobs, os.getpid()).map(lambda text: api.compile(text, pipeline), texts))
 
 
-def _compile_parts_in_process(api: _LlvmCApi, sources: list[str], objects: list[str], jobs: int) -> None:
+def _compile_parts_in_process(api: _LlvmCApi, sources: list[str], objects: list[str], pipeline: str,
+                              jobs: int) -> None:
     """The parts compiled by the in-process LLVM, `jobs` threads at a time: no `opt`/`llc` start-up and no
     bitcode written between them (ssd_mobilenet on a loaded machine: 3.5 -> 2.7 s of build)."""
     def one(source: str, obj: str) -> None:
-        Path(obj).write_bytes(api.compile(Path(source).read_bytes()))
+        Path(obj).write_bytes(api.compile(Path(source).read_bytes(), pipeline))
 
     pool = _threads(jobs, os.getpid())
     futures = [pool.submit(one, s, o) for s, o in zip(sources, objects)]
@@ -395,10 +414,10 @@ def _compile_parts_in_process(api: _LlvmCApi, sources: list[str], objects: list[
         concurrent.futures.wait(futures)
 
 
-def _compile_parts(sources: list[str], objects: list[str], jobs: int) -> None:
+def _compile_parts(sources: list[str], objects: list[str], pipeline: str, jobs: int) -> None:
     """`opt | llc` processes, `jobs` at a time."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(_compile_part, s, o) for s, o in zip(sources, objects)]
+        futures = [pool.submit(_compile_part, s, o, pipeline) for s, o in zip(sources, objects)]
         try:
             for k, f in enumerate(concurrent.futures.as_completed(futures), 1):
                 f.result()
