@@ -91,6 +91,35 @@ def test_a_block_fused_into_by_its_producer_keeps_its_kernel() -> None:
     np.testing.assert_allclose(got, a @ w.T, rtol=1e-5, atol=1e-5)
 
 
+_KM = "lhs_contracting_dims={0}, rhs_contracting_dims={0}"
+LHS_PANEL_CASES = {
+    # mlp_train_step's weight-gradient shape at a quarter: [K, M] lhs into 8-row panels, k rows over the cores
+    "weight_gradient": _dot("f32[128,512]", "f32[128,384]", "f32[512,384]", _KM),
+    # M = 1003 zero-padded to 126 panels, 60 k rows (the last block of 16 short), copied on one core
+    "ragged_rows": _dot("f32[60,1003]", "f32[60,200]", "f32[1003,200]", _KM),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LHS_PANEL_CASES))
+def test_a_transposed_lhs_is_packed_by_the_library(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A [K, M] lhs read by several rhs panels is packed into 8-row panels by the library's 8-wide packing
+    kernel (a panel at a time, each panel's rows written in order): results bitwise those of the packing
+    vectorized in the module, and the interpreter's; XLA's within rounding."""
+    from jit_helpers import check
+
+    text = LHS_PANEL_CASES[name]
+    calls = re.findall(r"call @hlo_mlir_mk_pack_f32_8\(.*, %(true|false)\)", emit(hlo_mlir.load(text), "loops"))
+    assert calls == ["false" if "ragged" in name else "true"]
+    rng = np.random.default_rng(11)
+    module = hlo_mlir.load(text)
+    args = [rng.standard_normal(p.dims).astype(p.element.dtype) for p in compile_module(module, use_cache=False).params]
+    got = check(text, *args, tol=1e-4)
+    monkeypatch.setattr(contraction_kernels, "packs", lambda *_: None)
+    assert "hlo_mlir_mk_pack_" not in emit(hlo_mlir.load(text), "loops")
+    for a, b in zip(got, compile_module(hlo_mlir.load(text), use_cache=False)(*args)):
+        np.testing.assert_array_equal(a, b)
+
+
 PAD_CASES = {
     # rows of 10 into 16 columns: one masked load and store a row
     "rhs_10_to_16": (_dot("f32[8,300]", "f32[300,10]", "f32[8,10]"), 1),
