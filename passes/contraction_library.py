@@ -21,7 +21,8 @@ in order with one FMA per element (one rounding, the sums in k order, as the vec
 it back, through `max(x, 0)` when `relu` (the last block of the sums of a contraction whose only reader was an
 HLO `maximum(x, 0)`: `contraction_kernels` fuses it, so the result is not read and written again). A
 `_packing` variant of the row-rich tiles packs `b` itself (`packing_tiles`); `hlo_mlir_mk_pack_*` kernels pack
-an rhs into panels before a product of many rows; `hlo_mlir_mk_pad_*` kernels write a zero-padded copy
+an rhs into panels before a product of many rows, and a transposed lhs into row panels (`packs`);
+`hlo_mlir_mk_pad_*` kernels write a zero-padded copy
 of an array (`_pad`).
 """
 
