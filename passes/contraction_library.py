@@ -119,12 +119,12 @@ def tiles() -> frozenset[tuple[str, int, int]]:
 
 @functools.cache
 def packing_tiles() -> frozenset[tuple[str, int, int]]:
-    """The tiles with a packing variant: those `register_tile` chooses for `PACK_MIN_ROWS` rows or more (5 to
-    8 rows of two vectors), whose products `matmul_kernel` may hand `b` unpacked. The variant reads `b` in
-    place (a row-major [K, N] operand: rows `N` apart), copies each panel's block of the sums (the R loops x
-    `nr`) into a buffer on the stack once per P0, P1 point, and runs the row tiles (P2, along which `b` must
-    not move) on that buffer: one read of the operand, hot in L1 for every row tile, where a packing
-    kernel before the product writes the whole packed copy out and the product reads it back."""
+    """The tiles with a packing variant: those `register_tile` chooses for `matmul_kernel.KERNEL_PACKING_MIN_ROWS`
+    rows or more (5 to 8 rows of two vectors), whose products `matmul_kernel` may hand `b` unpacked. The
+    variant reads `b` in place (a row-major [K, N] operand: rows `N` apart), copies each panel's block of the
+    sums (the R loops x `nr`) into a buffer on the stack once per P0, P1 point, and runs the row tiles (P2,
+    along which `b` must not move) on that buffer: one read of the operand, hot in L1 for every row tile,
+    where a packing kernel before the product writes the whole packed copy out and the product reads it back."""
     return frozenset((work, mr, nr) for work, mr, nr in tiles() if mr >= 5 and nr == 2 * lanes(work))
 
 

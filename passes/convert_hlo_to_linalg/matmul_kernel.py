@@ -4,7 +4,7 @@ A register tile of `mr` rows x `nr` columns (two 512-bit vectors) accumulates in
 k block: per k step it broadcasts `mr` lhs scalars and multiplies them with one `nr`-wide rhs row (FMAs).
 The rhs is packed once into `nr`-column panels `[B, N/nr, K, nr]`, so that the k loop walks contiguous
 memory (a row-major rhs row is `N` floats apart: 4 KB strides alias in L1 for N = 1024); the packing
-also zero-pads a ragged N and converts narrow floats once. A product of 64 to 256 rows whose rhs needs
+also zero-pads a ragged N and converts narrow floats once. A product of 16 to 256 rows whose rhs needs
 neither leaves it in place, splits the columns over the cores and marks itself `PACKING`: its library kernel
 copies each panel's k block into an L1 buffer itself and runs every row tile on it, so the rhs is read once
 and no packed copy is written out and read back (gpt2_layer's [128, 256] x [256, 768] dot with its packing
@@ -41,6 +41,13 @@ ROWS, COLUMNS, DEPTH = 64, 256, 256  # cache block: lhs rows per forall iteratio
 SPLIT_COLUMNS_MAX_ROWS = 256
 SPLIT_COLUMNS_MIN_RHS = 1 << 19
 PACK_MIN_ROWS = 64  # fewer lhs rows read each rhs element too few times to repay packing it
+# From this many rows a product whose rhs is not packed ahead has its kernel pack each panel's k block itself
+# (`PACKING`): read in place, a row-major rhs's k rows are N floats apart (4 KB for N = 1024, all in one L1
+# set), so each row tile read the block again from L2. One process, 5 alternating rounds of 200 runs (load
+# 3.3): [32, 1024] x [1024, 1024] 1.008 -> 0.830 ms, [24, 512] x [512, 768] 0.346 -> 0.253, [16, 1024] x
+# [1024, 1024] 0.643 -> 0.566, [48, 256] x [256, 768] 0.207 -> 0.186 (medians); 10 rows lost as often as
+# they won ([10, 128] x [128, 1024] 0.039 -> 0.042, [10, 1024] x [1024, 1024] 0.515 -> 0.482).
+KERNEL_PACKING_MIN_ROWS = 16
 # Below these sizes the outer loop stays sequential: an OpenMP fork/join costs microseconds, and waits
 # for a descheduled thread when the machine is busy.
 PARALLEL_MIN_MADDS = 1 << 23
@@ -174,7 +181,7 @@ def batch_matmul(rw: Rewriter, lhs: ir.Value, km: bool, rhs: ir.Value, nk: bool,
     same_type = ir.RankedTensorType(rhs.type).element_type == work
     # A product of few rows packs its rhs in its kernel, a panel at a time (`contraction_library.packing_tiles`),
     # its columns split over the cores so that each panel is packed once.
-    packing = (not nk and n % nr == 0 and same_type and PACK_MIN_ROWS <= m <= SPLIT_COLUMNS_MAX_ROWS
+    packing = (not nk and n % nr == 0 and same_type and KERNEL_PACKING_MIN_ROWS <= m <= SPLIT_COLUMNS_MAX_ROWS
                and b * no >= 4 and (str(work), mr, nr) in packing_tiles())
     if not packing and (nk or n % nr or m >= PACK_MIN_ROWS or not same_type):
         bt = _pack_rhs(rw, rhs, nk, nr, work, load_rhs)

@@ -39,6 +39,8 @@ CASES = {
     "parallel_packing": _dot("f32[128,300]", "f32[300,520]", "f32[128,520]"),
     # few rows: the kernel packs each panel's k block itself, the second k block (44 rows) shorter
     "kernel_packs_rhs": _dot("f32[128,300]", "f32[300,256]", "f32[128,256]"),
+    # 24 rows (KERNEL_PACKING_MIN_ROWS to PACK_MIN_ROWS): packed in the kernel too, three row tiles a panel
+    "kernel_packs_rhs_24_rows": _dot("f32[24,300]", "f32[300,512]", "f32[24,512]"),
     "kernel_packs_rhs_f64_batched": _dot("f64[2,70,96]", "f64[2,96,64]", "f64[2,70,64]",
                                          "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
                                          "rhs_contracting_dims={1}"),
@@ -80,15 +82,31 @@ def test_library_blocks_match_the_vectorized_tile_bitwise(name: str, monkeypatch
 def test_a_block_fused_into_by_its_producer_keeps_its_kernel() -> None:
     """The tile loops of a small dot fold away, so its operand is a transposing copy's result itself, which
     elementwise fusion would fold into it as a new op without its mark: the barrier keeps the block."""
-    text = ("HloModule m\nENTRY e {\n  a = f32[32,64] parameter(0)\n  w = f32[256,64] parameter(1)\n"
+    text = ("HloModule m\nENTRY e {\n  a = f32[8,64] parameter(0)\n  w = f32[256,64] parameter(1)\n"
             "  t = f32[64,256] transpose(w), dimensions={1,0}\n"
-            f"  ROOT d = f32[32,256] dot(a, t), {_MM}\n}}\n")
+            f"  ROOT d = f32[8,256] dot(a, t), {_MM}\n}}\n")
     loops = emit(hlo_mlir.load(text), "loops")
     assert "call @hlo_mlir_mk_f32_8x32(" in loops and "vector.fma" not in loops
     rng = np.random.default_rng(1)
-    a, w = rng.standard_normal((32, 64)).astype(np.float32), rng.standard_normal((256, 64)).astype(np.float32)
+    a, w = rng.standard_normal((8, 64)).astype(np.float32), rng.standard_normal((256, 64)).astype(np.float32)
     got = hlo_mlir.load(text).run(a, w, backend="jit")[0]
     np.testing.assert_allclose(got, a @ w.T, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows", [16, 40])
+def test_a_product_of_few_rows_packs_its_rhs_in_its_kernel(rows: int) -> None:
+    """From `matmul_kernel.KERNEL_PACKING_MIN_ROWS` rows a product whose rhs would be read in place calls the
+    `_packing` variant (fewer rows keep reading it in place): results those of the interpreter and XLA."""
+    from jit_helpers import check
+
+    for m, packing in ((rows, True), (8, False)):
+        text = _dot(f"f32[{m},1024]", "f32[1024,512]", f"f32[{m},512]")
+        loops = emit(hlo_mlir.load(text), "loops")
+        assert ("_packing(" in loops) == packing and "hlo_mlir_mk_pack_" not in loops
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((rows, 1024)).astype(np.float32)
+    w = rng.standard_normal((1024, 512)).astype(np.float32)
+    check(_dot(f"f32[{rows},1024]", "f32[1024,512]", f"f32[{rows},512]"), a, w, tol=1e-3)
 
 
 _KM = "lhs_contracting_dims={0}, rhs_contracting_dims={0}"
@@ -241,9 +259,9 @@ def test_a_relu_is_not_fused_where_it_would_change_results(variant: str) -> None
 def test_a_relu_block_that_loses_its_kernel_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the fusion barriers elementwise fusion folds the transposing producer into the block, a new op
     without its mark: the ReLU the block took in would be lost, so the lowering stops and says so."""
-    text = ("HloModule m\nENTRY e {\n  a = f32[32,64] parameter(0)\n  w = f32[256,64] parameter(1)\n"
+    text = ("HloModule m\nENTRY e {\n  a = f32[8,64] parameter(0)\n  w = f32[256,64] parameter(1)\n"
             "  t = f32[64,256] transpose(w), dimensions={1,0}\n"
-            f"  ROOT d = f32[32,256] dot(a, t), {_MM}\n}}\n")
+            f"  ROOT d = f32[8,256] dot(a, t), {_MM}\n}}\n")
     assert "maximumf" not in emit(hlo_mlir.load(_relu(text)), "loops")
     monkeypatch.setattr(contraction_kernels, "fusion_barriers", lambda _m: None)
     with pytest.raises(HloError, match="took in a ReLU did not reach"):
