@@ -319,6 +319,7 @@ def _pad(work: str) -> str:
              f"    %{f}_i = llvm.load %{f}_p {{alignment = 8 : i64}} : !llvm.ptr -> i64\n"
              f"    %{f} = arith.index_cast %{f}_i : i64 to index" for k, f in enumerate(fields)]
     desc = "!llvm.struct<(ptr, ptr, i64)>"
+    flat = f"memref<{work}> to {ft}"
     for name in ("src", "dst"):
         lines.append(f"""    %{name}_p = llvm.inttoptr %p{name} : i64 to !llvm.ptr
     %{name}_d0 = llvm.mlir.poison : {desc}
@@ -327,7 +328,7 @@ def _pad(work: str) -> str:
     %{name}_o = llvm.mlir.constant(0 : i64) : i64
     %{name}_d3 = llvm.insertvalue %{name}_o, %{name}_d2[2] : {desc}
     %{name}_base = builtin.unrealized_conversion_cast %{name}_d3 : {desc} to memref<{work}>
-    %{name} = memref.reinterpret_cast %{name}_base to offset: [%c0], sizes: [%big], strides: [1] : memref<{work}> to {ft}""")
+    %{name} = memref.reinterpret_cast %{name}_base to offset: [%c0], sizes: [%big], strides: [1] : {flat}""")
 
     def level(k: int, i: str, outer: str, q: str, body: str) -> str:
         """Dimension `k` at index `i`: whether it is in the box (`outer` for the ones outside), the source
@@ -343,6 +344,18 @@ def _pad(work: str) -> str:
 %q{k} = arith.addi %n{k}, {i} : index
 {body}"""
 
+    def zero_run(start: str, full: str, tail: str, mask: str, indent: str) -> str:
+        """Zeros into the destination row from `start` to `full` in whole vectors, then the masked tail."""
+        text = f"""scf.for %x = {start} to {full} step %lanes {{
+  %to = arith.addi %drow, %x : index
+  vector.store %zeros, %dst[%to] : {ft}, {vt}
+}}
+scf.if {tail} {{
+  %to = arith.addi %drow, {full} : index
+  vector.maskedstore %dst[%to], {mask}, %zeros : {ft}, {mt}, {vt}
+}}"""
+        return "\n".join(indent + line for line in text.splitlines())
+
     row = f"""%drow = arith.muli %q3, %dw : index
 scf.if %in3 {{
   scf.for %x = %c0 to %vfull step %lanes {{
@@ -357,23 +370,9 @@ scf.if %in3 {{
     %v = vector.maskedload %src[%from], %partmask, %zeros : {ft}, {mt}, {vt} into {vt}
     vector.maskedstore %dst[%to], %partstore, %v : {ft}, {mt}, {vt}
   }}
-  scf.for %x = %zfrom to %zfull step %lanes {{
-    %to = arith.addi %drow, %x : index
-    vector.store %zeros, %dst[%to] : {ft}, {vt}
-  }}
-  scf.if %ztail {{
-    %to = arith.addi %drow, %zfull : index
-    vector.maskedstore %dst[%to], %ztailmask, %zeros : {ft}, {mt}, {vt}
-  }}
+{zero_run("%zfrom", "%zfull", "%ztail", "%ztailmask", "  ")}
 }} else {{
-  scf.for %x = %c0 to %wfull step %lanes {{
-    %to = arith.addi %drow, %x : index
-    vector.store %zeros, %dst[%to] : {ft}, {vt}
-  }}
-  scf.if %wtail {{
-    %to = arith.addi %drow, %wfull : index
-    vector.maskedstore %dst[%to], %wtailmask, %zeros : {ft}, {mt}, {vt}
-  }}
+{zero_run("%c0", "%wfull", "%wtail", "%wtailmask", "  ")}
 }}"""
     body = level(3, "%j3", "%in2", "%q2", row)
     body = level(2, "%j2", "%in1", "%q1", f"scf.for %j3 = %c0 to %d3 step %c1 {{\n{body}\n}}")
@@ -382,7 +381,8 @@ scf.if %in3 {{
     body = f"scf.for %j0 = %a0 to %b0 step %c1 {{\n{body}\n}}"
     body = "\n".join("    " + line for line in body.splitlines())
     rows = f"@{pad_name(work)}_rows"
-    return f"""  func.func private {rows}(%src: {ft}, %dst: {ft}, %a0: index, %b0: index, %a1: index, %b1: index, {args}) {{
+    bounds = "%a0: index, %b0: index, %a1: index, %b1: index"
+    return f"""  func.func private {rows}(%src: {ft}, %dst: {ft}, {bounds}, {args}) {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %true = arith.constant true

@@ -109,6 +109,22 @@ def test_a_product_of_few_rows_packs_its_rhs_in_its_kernel(rows: int) -> None:
     check(_dot(f"f32[{rows},1024]", "f32[1024,512]", f"f32[{rows},512]"), a, w, tol=1e-3)
 
 
+def _bitwise_without(text: str, seed: int, site: str, symbol: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`text`'s results against the interpreter and XLA (`check`), then bitwise against a build whose
+    `contraction_kernels.<site>` finds nothing (no call of a `symbol`... kernel): the library kernel must
+    change where the work runs, never the numbers."""
+    from jit_helpers import check
+
+    rng = np.random.default_rng(seed)
+    module = hlo_mlir.load(text)
+    args = [rng.standard_normal(p.dims).astype(p.element.dtype) for p in compile_module(module, use_cache=False).params]
+    got = check(text, *args, tol=1e-4)
+    monkeypatch.setattr(contraction_kernels, site, lambda *_: None)
+    assert symbol not in emit(hlo_mlir.load(text), "loops")
+    for a, b in zip(got, compile_module(hlo_mlir.load(text), use_cache=False)(*args)):
+        np.testing.assert_array_equal(a, b)
+
+
 _KM = "lhs_contracting_dims={0}, rhs_contracting_dims={0}"
 LHS_PANEL_CASES = {
     # mlp_train_step's weight-gradient shape at a quarter: [K, M] lhs into 8-row panels, k rows over the cores
@@ -123,19 +139,10 @@ def test_a_transposed_lhs_is_packed_by_the_library(name: str, monkeypatch: pytes
     """A [K, M] lhs read by several rhs panels is packed into 8-row panels by the library's 8-wide packing
     kernel (a panel at a time, each panel's rows written in order): results bitwise those of the packing
     vectorized in the module, and the interpreter's; XLA's within rounding."""
-    from jit_helpers import check
-
     text = LHS_PANEL_CASES[name]
     calls = re.findall(r"call @hlo_mlir_mk_pack_f32_8\(.*, %(true|false)\)", emit(hlo_mlir.load(text), "loops"))
     assert calls == ["false" if "ragged" in name else "true"]
-    rng = np.random.default_rng(11)
-    module = hlo_mlir.load(text)
-    args = [rng.standard_normal(p.dims).astype(p.element.dtype) for p in compile_module(module, use_cache=False).params]
-    got = check(text, *args, tol=1e-4)
-    monkeypatch.setattr(contraction_kernels, "packs", lambda *_: None)
-    assert "hlo_mlir_mk_pack_" not in emit(hlo_mlir.load(text), "loops")
-    for a, b in zip(got, compile_module(hlo_mlir.load(text), use_cache=False)(*args)):
-        np.testing.assert_array_equal(a, b)
+    _bitwise_without(text, 11, "packs", "hlo_mlir_mk_pack_", monkeypatch)
 
 
 PAD_CASES = {
@@ -159,18 +166,9 @@ PAD_CASES = {
 def test_a_padding_is_one_kernel_writing_each_element_once(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A zero fill and a copy into a box of it become one call of the library's padding kernel (where it
     applies): results bitwise those of the fill and copy, and of the interpreter; XLA's within rounding."""
-    from jit_helpers import check
-
     text, calls = PAD_CASES[name]
     assert emit(hlo_mlir.load(text), "loops").count("call @hlo_mlir_mk_pad_") == calls
-    rng = np.random.default_rng(5)
-    module = hlo_mlir.load(text)
-    args = [rng.standard_normal(p.dims).astype(p.element.dtype) for p in compile_module(module, use_cache=False).params]
-    got = check(text, *args, tol=1e-4)
-    monkeypatch.setattr(contraction_kernels, "_pad_site", lambda *_: None)
-    assert "hlo_mlir_mk_pad_" not in emit(hlo_mlir.load(text), "loops")
-    for a, b in zip(got, compile_module(hlo_mlir.load(text), use_cache=False)(*args)):
-        np.testing.assert_array_equal(a, b)
+    _bitwise_without(text, 5, "_pad_site", "hlo_mlir_mk_pad_", monkeypatch)
 
 
 def test_the_library_is_built_once_per_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
