@@ -25,7 +25,6 @@ import os
 import re
 
 from mlir import ir
-from mlir.passmanager import PassManager
 
 from hlo_mlir.diagnostics import HloError
 from hlo_mlir.dialects import kept_pass_manager
@@ -175,52 +174,36 @@ def _tiled(kernel: ir.Operation) -> bool:
     return bool(found)
 
 
-def pass_managers() -> tuple[PassManager, PassManager]:
-    """`kernel_work`'s pass managers (in the current context), not verifying: the module is verified once
-    after them, as `lower_to_llvm._run` does."""
-    managers = PassManager.parse(_PIPELINE), PassManager.parse(_VECTORIZE)
-    for manager in managers:
-        manager.enable_verifier(False)
-    return managers
-
-
-def kernel_work(kernel: ir.Operation, elements: int, managers: tuple[PassManager, PassManager]) -> None:
-    """A parallel outer loop for `kernel` when it is big (`elements`), and vectors where safe (in place)."""
-    parallel, vectorize = managers
-    if elements >= MIN_ELEMENTS and not _tiled(kernel):
-        parallel.run(kernel)
-    if _vectorizable(kernel):
-        vectorize.run(kernel)
+def kernel_work(body: ir.Block, kernels: list[tuple[ir.Operation, int]]) -> None:
+    """A parallel outer loop for each big kernel (its `elements`), and vectors where safe (in place); the
+    kernels are functions of `body`, a module's. Each pipeline runs once, on a module holding the kernels it
+    treats (`_run_on`), where MLIR runs it on every core and pays its set-up once (ssd_mobilenet: 212
+    kernels)."""
+    _run_on(body, _PIPELINE, [k for k, elements in kernels if elements >= MIN_ELEMENTS and not _tiled(k)])
+    chosen = [k for k, _ in kernels if _vectorizable(k)]
+    _run_on(body, _VECTORIZE, chosen)
+    for kernel in chosen:
         _in_bounds(kernel)
 
 
 def apply(module: ir.Module) -> None:
     """Parallelize the big kernels of `module` and, where safe, vectorize every kernel (in place). Not run
-    for one-thread builds (`lower_to_llvm.to_loops`), which keep LLVM's own 256-bit vectorization.
-
-    What `kernel_work` does one kernel at a time, done for all kernels at once: each pipeline runs once, on a
-    module holding the kernels it treats (`_run_on`), where MLIR runs it on every core and pays its set-up
-    once (ssd_mobilenet: 212 kernels)."""
+    for one-thread builds (`lower_to_llvm.to_loops`), which keep LLVM's own 256-bit vectorization."""
     with module.context:
-        kernels = outline_kernels.kernels(module)
-        _run_on(module, _PIPELINE, [k for k, elements in kernels if elements >= MIN_ELEMENTS and not _tiled(k)])
-        chosen = [k for k, _ in kernels if _vectorizable(k)]
-        _run_on(module, _VECTORIZE, chosen)
-        for kernel in chosen:
-            _in_bounds(kernel)
+        kernel_work(module.body, outline_kernels.kernels(module))
         try:
             module.operation.verify()
         except ir.MLIRError as e:
             raise HloError(f"jit: parallelizing the kernels failed: {e}") from None
 
 
-def _run_on(module: ir.Module, pipeline: str, kernels: list[ir.Operation]) -> None:
-    """Run `pipeline` (nested under func.func) on `kernels`, functions of `module`'s body: they move to a
-    module of their own for the run, then back to their places (each is a function of its own: the passes
-    see nothing else of the module)."""
+def _run_on(body: ir.Block, pipeline: str, kernels: list[ir.Operation]) -> None:
+    """Run `pipeline` (nested under func.func) on `kernels`, functions of `body`: they move to a module of
+    their own for the run, then back to their places (each is a function of its own: the passes see nothing
+    else of the module)."""
     if not kernels:
         return
-    order = [op.operation for op in module.body.operations]
+    order = [op.operation for op in body.operations]
     moved = set(kernels)
     with ir.Location.unknown():
         scratch = ir.Module.create()
@@ -234,7 +217,7 @@ def _run_on(module: ir.Module, pipeline: str, kernels: list[ir.Operation]) -> No
         for op in reversed(order):
             if op in moved:
                 if after is None:
-                    module.body.append(op)
+                    body.append(op)
                 else:
                     op.move_before(after)
             after = op

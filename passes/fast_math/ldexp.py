@@ -67,7 +67,7 @@ def _parallelize_first(kernel: ir.Operation, elements: int, threads: int) -> Non
     if threads == 1:
         return
     try:
-        parallelize.kernel_work(kernel, elements, parallelize.pass_managers())
+        parallelize.kernel_work(kernel.operation.parent.regions[0].blocks[0], [(kernel, elements)])
     except ir.MLIRError as e:
         raise HloError(f"jit: parallelizing a kernel with expanded math failed: {e}") from None
 
