@@ -344,6 +344,17 @@ def _pad(work: str) -> str:
 %q{k} = arith.addi %n{k}, {i} : index
 {body}"""
 
+    def vector_runs(name: str, start: str, end: str) -> str:
+        """`start` to `end` as whole vectors up to `%<name>full`, then a tail of `%<name>left` elements (if
+        `%<name>tail`) under `%<name>tailmask`: the split every run of a row (copied or zeroed) makes."""
+        return f"""    %{name}room = arith.subi {end}, {start} : index
+    %{name}rows = arith.divui %{name}room, %lanes : index
+    %{name}span = arith.muli %{name}rows, %lanes : index
+    %{name}full = arith.addi {start}, %{name}span : index
+    %{name}left = arith.subi {end}, %{name}full : index
+    %{name}tail = arith.cmpi sgt, %{name}left, %c0 : index
+    %{name}tailmask = vector.create_mask %{name}left : {mt}"""
+
     def zero_run(start: str, full: str, tail: str, mask: str, indent: str) -> str:
         """Zeros into the destination row from `start` to `full` in whole vectors, then the masked tail."""
         text = f"""scf.for %x = {start} to {full} step %lanes {{
@@ -364,10 +375,10 @@ scf.if %in3 {{
     %v = vector.load %src[%from] : {ft}, {vt}
     vector.store %v, %dst[%to] : {ft}, {vt}
   }}
-  scf.if %part {{
+  scf.if %vtail {{
     %from = arith.addi %o3, %vfull : index
     %to = arith.addi %drow, %vfull : index
-    %v = vector.maskedload %src[%from], %partmask, %zeros : {ft}, {mt}, {vt} into {vt}
+    %v = vector.maskedload %src[%from], %vtailmask, %zeros : {ft}, {mt}, {vt} into {vt}
     vector.maskedstore %dst[%to], %partstore, %v : {ft}, {mt}, {vt}
   }}
 {zero_run("%zfrom", "%zfull", "%ztail", "%ztailmask", "  ")}
@@ -388,29 +399,15 @@ scf.if %in3 {{
     %true = arith.constant true
     %lanes = arith.constant {w} : index
     %zeros = arith.constant dense<0.0> : {vt}
-    %vrows = arith.divui %sv, %lanes : index
-    %vfull = arith.muli %vrows, %lanes : index
-    %partial = arith.subi %sv, %vfull : index
-    %part = arith.cmpi sgt, %partial, %c0 : index
-    %partmask = vector.create_mask %partial : {mt}
+{vector_runs("v", "%c0", "%sv")}
     %partroom = arith.subi %dw, %vfull : index
     %partwidth = arith.minsi %partroom, %lanes : index
     %partstore = vector.create_mask %partwidth : {mt}
     %partend = arith.addi %vfull, %lanes : index
-    %zstart = arith.select %part, %partend, %vfull : index
+    %zstart = arith.select %vtail, %partend, %vfull : index
     %zfrom = arith.minsi %zstart, %dw : index
-    %zroom = arith.subi %dw, %zfrom : index
-    %zrows = arith.divui %zroom, %lanes : index
-    %zspan = arith.muli %zrows, %lanes : index
-    %zfull = arith.addi %zfrom, %zspan : index
-    %zleft = arith.subi %dw, %zfull : index
-    %ztail = arith.cmpi sgt, %zleft, %c0 : index
-    %ztailmask = vector.create_mask %zleft : {mt}
-    %wrows = arith.divui %dw, %lanes : index
-    %wfull = arith.muli %wrows, %lanes : index
-    %wleft = arith.subi %dw, %wfull : index
-    %wtail = arith.cmpi sgt, %wleft, %c0 : index
-    %wtailmask = vector.create_mask %wleft : {mt}
+{vector_runs("z", "%zfrom", "%dw")}
+{vector_runs("w", "%c0", "%dw")}
 {body}
     return
   }}
