@@ -44,6 +44,7 @@ from mlir import ir
 from mlir.dialects import arith, func, memref, scf
 
 from hlo_mlir.diagnostics import HloError
+from hlo_mlir.dialects.edit import ancestor_in, defining_op, user_op
 from hlo_mlir.passes import contraction_library
 
 BLOCK = "hlo_jit.block"  # on a block for the library: its loops' roles (`roles`), its dropped fill's id, relu
@@ -234,8 +235,8 @@ def mark_block(op: ir.Operation, loop_roles: list[int], index: int) -> None:
     give the blocks fresh buffers. The id keeps CSE from merging the fill with another, whose readers need
     the zeros. A ReLU that alone reads the result is fused (`_fuse_relu`) and the module notes `index`."""
     init = op.operands[len(op.operands) - 1]
-    fill = _owner(init)
-    value = _owner(fill.operands[0]) if fill is not None and fill.name == "linalg.fill" else None
+    fill = defining_op(init)
+    value = defining_op(fill.operands[0]) if fill is not None and fill.name == "linalg.fill" else None
     dropped = (value is not None and value.name == "arith.constant" and len(list(init.uses)) == 1
                and ir.FloatAttr(value.attributes["value"]).value == 0.0)
     if dropped:
@@ -256,7 +257,7 @@ _VIEWS = ("tensor.collapse_shape", "tensor.expand_shape", "tensor.extract_slice"
 def _is_positive_zero(v: ir.Value) -> bool:
     """`v` is a tensor of +0.0 (not -0.0: max(-0.0, -0.0) is -0.0): a splat constant, a fill of one, or a
     broadcast of one (a generic reading a 0-d constant)."""
-    op = _owner(v)
+    op = defining_op(v)
     if op is None:
         return False
     if op.name == "arith.constant":
@@ -306,11 +307,6 @@ def _fuse_relu(op: ir.Operation) -> bool:
     return True
 
 
-def _owner(v: ir.Value) -> ir.Operation | None:
-    op = getattr(v.owner, "operation", v.owner)
-    return op if isinstance(op, ir.Operation) else None
-
-
 def _blocks(module: ir.Module, marks: tuple[str, ...] = (BLOCK,)) -> list[ir.Operation]:
     found: list[ir.Operation] = []
 
@@ -334,7 +330,7 @@ def fusion_barriers(module: ir.Module) -> None:
 
     barriers: dict[str, str] = {}
     for op in _blocks(module, (BLOCK, PACK)):
-        inputs = [(v, ir.InsertionPoint(op)) for v in list(op.operands)[:-1] if _owner(v) is not None]
+        inputs = [(v, ir.InsertionPoint(op)) for v in list(op.operands)[:-1] if defining_op(v) is not None]
         for v, at in [*inputs, *((r, ir.InsertionPoint.after(op)) for r in op.results)]:
             name = barriers.get(str(v.type))
             if name is None:
@@ -421,10 +417,8 @@ def _pad_site(copy: ir.Operation) -> tuple[ir.Operation, ir.Operation] | None:
     padding kernel can do both (f32/f64, rows of at least one vector not padded at their start, at most
     `PAD_DIMS` leading dimensions besides unit ones, a source of static strides contiguous along its last
     dimension)."""
-    from hlo_mlir.dialects import edit
-
-    sub = _owner(copy.operands[1])
-    alloc = _owner(sub.operands[0]) if sub is not None and sub.name == "memref.subview" else None
+    sub = defining_op(copy.operands[1])
+    alloc = defining_op(sub.operands[0]) if sub is not None and sub.name == "memref.subview" else None
     if alloc is None or alloc.name != "memref.alloc" or len(list(sub.results[0].uses)) != 1:
         return None
     t, src = ir.MemRefType(alloc.results[0].type), ir.MemRefType(copy.operands[0].type)
@@ -439,7 +433,7 @@ def _pad_site(copy: ir.Operation) -> tuple[ir.Operation, ir.Operation] | None:
             or dyn in offsets or t.shape[-1] < contraction_library.lanes(work)
             or len([d for d in t.shape[:-1] if d != 1]) > contraction_library.PAD_DIMS):
         return None
-    users = [edit.user_op(u) for u in alloc.results[0].uses]
+    users = [user_op(u) for u in alloc.results[0].uses]
     fills = [u for u in users if u.name == "linalg.fill"]
     block = copy.block
     if len(fills) != 1 or fills[0].block != block or not _is_positive_zero(fills[0].operands[0]):
@@ -447,7 +441,7 @@ def _pad_site(copy: ir.Operation) -> tuple[ir.Operation, ir.Operation] | None:
     ops = list(block.operations)
     start, end = ops.index(fills[0]), ops.index(copy)
     between = {ops[i] for i in range(start + 1, end)} - {sub}
-    if start > end or any(edit.ancestor_in(u, block) in between for u in users):
+    if start > end or any(ancestor_in(u, block) in between for u in users):
         return None
     return fills[0], sub
 

@@ -20,6 +20,7 @@ from mlir.dialects import vector
 from mlir.dialects.transform import interpreter
 
 from hlo_mlir.diagnostics import HloError
+from hlo_mlir.dialects.edit import defining_op
 from hlo_mlir.passes import contraction_kernels
 
 ATTR = "hlo_jit.schedule"
@@ -189,18 +190,13 @@ def apply(module: ir.Module) -> None:
         run_script(module, _LOWER)
 
 
-def _owner(v: ir.Value) -> ir.Operation | None:
-    op = getattr(v.owner, "operation", v.owner)
-    return op if isinstance(op, ir.Operation) else None
-
-
 def _broadcast_rows(module: ir.Module) -> None:
     """`transpose(broadcast(x: vector<M>) : vector<NxM>, [1, 0])`, a register tile's lhs column, ->
     `broadcast(x as vector<Mx1>) : vector<MxN>`: one scalar splat per row instead of a shuffle network."""
     found: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        src = _owner(op.operands[0]) if op.name == "vector.transpose" else None
+        src = defining_op(op.operands[0]) if op.name == "vector.transpose" else None
         if (src is not None and src.name == "vector.broadcast" and list(op.attributes["permutation"]) == [1, 0]
                 and isinstance(src.operands[0].type, ir.VectorType) and ir.VectorType(src.operands[0].type).rank == 1):
             found.append(op)
@@ -208,7 +204,7 @@ def _broadcast_rows(module: ir.Module) -> None:
 
     module.operation.walk(visit)
     for op in found:
-        x = _owner(op.operands[0]).operands[0]
+        x = defining_op(op.operands[0]).operands[0]
         t = ir.VectorType(x.type)
         with ir.InsertionPoint(op), op.location:
             column = vector.shape_cast(ir.VectorType.get([t.shape[0], 1], t.element_type), x)
@@ -228,7 +224,7 @@ def _fuse_multiply_adds(module: ir.Module) -> None:
     def visit(op: ir.Operation) -> ir.WalkResult:
         if _contracts(op, "arith.addf"):
             for i, v in enumerate(op.operands):
-                mul = _owner(v)
+                mul = defining_op(v)
                 if (mul is not None and _contracts(mul, "arith.mulf")
                         and len(list(v.uses)) == 1):
                     found.append((op, mul, op.operands[1 - i]))
